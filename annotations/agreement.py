@@ -91,8 +91,7 @@ _REASONS = {
     _PAIR_CONSTANT: "both raters gave the same answer on every unit (kappa is 0/0)",
     _NO_PAIRABLE_UNITS: "no unit was labelled by two or more raters",
     _ONE_CATEGORY: "every rating is in the same category, so chance agreement is 1 (kappa is 0/0)",
-    _ONE_VALUE: "only one value occurs among the pairable ratings, "
-    "so expected disagreement is 0 (alpha is 0/0)",
+    _ONE_VALUE: "only one value occurs among the pairable ratings, so expected disagreement is 0 (alpha is 0/0)",
     _NO_RATINGS: "there is no non-missing rating",
     _FEWER_THAN_TWO_RATERS: "there are fewer than two raters",
     _NO_PAIR_DEFINED: "Cohen's kappa is undefined for every pair of raters",
@@ -142,9 +141,7 @@ def _pair_stats(cells: FloatArray) -> dict[str, tuple[FloatArray, CodeArray]]:
     no_units = n == 0
 
     kappa = _safe_div(n * agree - chance, n * n - chance)
-    kappa_code = np.where(
-        no_units, _NO_COMMON_UNITS, np.where(n * n == chance, _PAIR_CONSTANT, _OK)
-    )
+    kappa_code = np.where(no_units, _NO_COMMON_UNITS, np.where(n * n == chance, _PAIR_CONSTANT, _OK))
 
     po = _safe_div(agree, n)
     # Gwet's AC1, two raters, two categories: pe = 2 pi (1 - pi) with pi the mean "present"
@@ -172,9 +169,11 @@ def _unit_terms(counts: FloatArray) -> FloatArray:
     r = counts.sum(-1)
     sq = (counts * counts).sum(-1)
     pairable = r >= 2
-    rm1 = np.where(pairable, r - 1, 1)
+    # Non-pairable units get a dummy denominator; their terms are zeroed by the where().
+    r_safe = np.where(pairable, r, 2)
+    rm1 = r_safe - 1
     # Fleiss' P_i / Gwet's p_a term: the share of ordered rater pairs that agree on the unit.
-    agreement = np.where(pairable, (sq - r) / (r * rm1), 0.0)
+    agreement = np.where(pairable, (sq - r) / (r_safe * rm1), 0.0)
     # Krippendorff: the unit's off-diagonal mass in the coincidence matrix,
     # sum_{c != k} n_uc n_uk / (m_u - 1).
     disagreement = np.where(pairable, (r * r - sq) / rm1, 0.0)
@@ -213,9 +212,7 @@ def _multi_stats(sums: FloatArray, q: int) -> dict[str, tuple[FloatArray, CodeAr
     spread = n * n - (pair_counts * pair_counts).sum(-1)
 
     def spread_code(why: int) -> CodeArray:
-        return np.where(
-            no_pairs, _NO_PAIRABLE_UNITS, np.where(spread == 0, why, _OK)
-        ).astype(np.int8)
+        return np.where(no_pairs, _NO_PAIRABLE_UNITS, np.where(spread == 0, why, _OK)).astype(np.int8)
 
     pe_fleiss = _safe_div((pair_counts * pair_counts).sum(-1), n * n)
     fleiss = _safe_div(po - pe_fleiss, 1 - pe_fleiss)
@@ -237,9 +234,7 @@ def _multi_stats(sums: FloatArray, q: int) -> dict[str, tuple[FloatArray, CodeAr
 
     total = all_counts.sum(-1)
     # Prevalence is the share of the last category: "present" (1) for yes/no labels.
-    prevalence = (
-        _safe_div(all_counts[..., -1], total) if q else np.full(total.shape, np.nan)
-    )
+    prevalence = _safe_div(all_counts[..., -1], total) if q else np.full(total.shape, np.nan)
     return {
         "percent_agreement": (po, pairable_code.astype(np.int8)),
         "pabak": (pabak, np.asarray(pabak_code, np.int8)),
@@ -253,9 +248,7 @@ def _multi_stats(sums: FloatArray, q: int) -> dict[str, tuple[FloatArray, CodeAr
     }
 
 
-def _mean_defined(
-    values: FloatArray, codes: CodeArray, axis: int
-) -> tuple[FloatArray, CodeArray, NDArray[np.int64]]:
+def _mean_defined(values: FloatArray, codes: CodeArray, axis: int) -> tuple[FloatArray, CodeArray, NDArray[np.int64]]:
     """Mean over ``axis`` of the defined entries (undefined pairs are skipped, and counted)."""
     defined = codes == _OK
     n_defined = defined.sum(axis)
@@ -293,9 +286,7 @@ def _pair(a: ArrayLike, b: ArrayLike) -> FloatArray:
 def _counts_table(counts: ArrayLike) -> FloatArray:
     arr = np.asarray(counts, dtype=float)
     if arr.ndim != 2 or (arr < 0).any() or not np.isfinite(arr).all():
-        raise ValueError(
-            "counts must be a 2-D (items x categories) table of non-negative counts"
-        )
+        raise ValueError("counts must be a 2-D (items x categories) table of non-negative counts")
     return arr
 
 
@@ -385,14 +376,10 @@ def krippendorff_alpha_nominal(reliability_data: ArrayLike) -> Stat:
     """
     data = np.asarray(reliability_data, dtype=float)
     if data.ndim != 2:
-        raise ValueError(
-            f"reliability_data must be 2-D (raters x units), got shape {data.shape}"
-        )
+        raise ValueError(f"reliability_data must be 2-D (raters x units), got shape {data.shape}")
     values = np.unique(data[~np.isnan(data)])
     counts = (data[:, :, None] == values).sum(0).astype(float)  # units x values
-    return _stat(
-        *_multi_stats(_unit_terms(counts).sum(0), len(values))["krippendorff_alpha"]
-    )
+    return _stat(*_multi_stats(_unit_terms(counts).sum(0), len(values))["krippendorff_alpha"])
 
 
 def prevalence(labels: ArrayLike) -> Stat:
@@ -434,9 +421,7 @@ def category_codes(modes: Sequence[str], categories: Mapping[str, str]) -> list[
     return list(dict.fromkeys(categories[m] for m in modes))
 
 
-def category_labels(
-    labels: ArrayLike, modes: Sequence[str], categories: Mapping[str, str]
-) -> FloatArray:
+def category_labels(labels: ArrayLike, modes: Sequence[str], categories: Mapping[str, str]) -> FloatArray:
     """Collapse (R, T, M) mode labels to (R, T, C) category labels (C in ``category_codes`` order).
 
     For one rater and trace, a category is
@@ -447,9 +432,7 @@ def category_labels(
     """
     arr = _binary(labels, 3, "labels")
     if arr.shape[2] != len(modes):
-        raise ValueError(
-            f"labels has {arr.shape[2]} modes but {len(modes)} mode codes were given"
-        )
+        raise ValueError(f"labels has {arr.shape[2]} modes but {len(modes)} mode codes were given")
     mode_cat = [categories[m] for m in modes]
     out = []
     for cat in category_codes(modes, categories):
@@ -477,16 +460,10 @@ def _resample_weights(indices: NDArray[np.int64], n_traces: int) -> FloatArray:
     """How many times each trace is drawn in each resample: (n_boot, n_traces)."""
     n_boot = indices.shape[0]
     flat = (indices + n_traces * np.arange(n_boot)[:, None]).ravel()
-    return (
-        np.bincount(flat, minlength=n_boot * n_traces)
-        .reshape(n_boot, n_traces)
-        .astype(float)
-    )
+    return np.bincount(flat, minlength=n_boot * n_traces).reshape(n_boot, n_traces).astype(float)
 
 
-def _with_ci(
-    values: FloatArray, codes: CodeArray, *, ci: float, max_undefined_share: float
-) -> StatCI:
+def _with_ci(values: FloatArray, codes: CodeArray, *, ci: float, max_undefined_share: float) -> StatCI:
     """Point estimate (row 0) plus percentile CI over the bootstrap rows (1:)."""
     point = _stat(values[0], codes[0])
     boot, boot_ok = values[1:], codes[1:] == _OK
@@ -545,9 +522,7 @@ def round_report(
     arr = _binary(labels, 3, "labels")
     n_raters, n_traces, n_modes = arr.shape
     if len(raters) != n_raters or len(modes) != n_modes:
-        raise ValueError(
-            f"labels is {arr.shape} but {len(raters)} raters and {len(modes)} modes were given"
-        )
+        raise ValueError(f"labels is {arr.shape} but {len(raters)} raters and {len(modes)} modes were given")
     if not 0 < ci < 1:
         raise ValueError("ci must be between 0 and 1")
     cats = category_codes(modes, categories)
@@ -561,23 +536,24 @@ def round_report(
     cells = _pair_cells(x[ia], x[ib]).transpose(1, 0, 2, 3)  # (T, P, cols, 4)
     yes, no = (x == 1).sum(0), (x == 0).sum(0)
     terms = _unit_terms(np.stack([no, yes], axis=-1).astype(float))  # (T, cols, S)
+    n_pair_cols = n_pairs * n_cols * 4
     per_trace = np.concatenate(
-        [cells.reshape(n_traces, -1), terms.reshape(n_traces, -1)], axis=1
+        [
+            cells.reshape(n_traces, n_pair_cols),
+            terms.reshape(n_traces, n_cols * terms.shape[-1]),
+        ],
+        axis=1,
     )
     weights = _resample_weights(bootstrap_indices(n_traces, n_boot, seed), n_traces)
     # Row 0 = the observed data (every trace once), rows 1: = the resamples.
     sums = np.vstack([per_trace.sum(0, keepdims=True), weights @ per_trace])
 
     n_rows = sums.shape[0]
-    pair_sums = sums[:, : cells[0].size].reshape(n_rows, n_pairs, n_cols, 4)
-    multi_sums = sums[:, cells[0].size :].reshape(n_rows, n_cols, -1)
+    pair_sums = sums[:, :n_pair_cols].reshape(n_rows, n_pairs, n_cols, 4)
+    multi_sums = sums[:, n_pair_cols:].reshape(n_rows, n_cols, -1)
     # Pooling over all (trace, mode) units is a sum of the per-mode sums.
-    pair_sums = np.concatenate(
-        [pair_sums, pair_sums[:, :, :n_modes].sum(2, keepdims=True)], axis=2
-    )
-    multi_sums = np.concatenate(
-        [multi_sums, multi_sums[:, :n_modes].sum(1, keepdims=True)], axis=1
-    )
+    pair_sums = np.concatenate([pair_sums, pair_sums[:, :, :n_modes].sum(2, keepdims=True)], axis=2)
+    multi_sums = np.concatenate([multi_sums, multi_sums[:, :n_modes].sum(1, keepdims=True)], axis=1)
 
     pair = _pair_stats(pair_sums)  # each (rows, P, cols + 1)
     multi = _multi_stats(multi_sums, 2)  # each (rows, cols + 1)
@@ -595,13 +571,8 @@ def round_report(
 
     def block(col: int) -> dict[str, Any]:
         return {
-            "prevalence": _stat(
-                multi["prevalence"][0][0, col], multi["prevalence"][1][0, col]
-            ),
-            **{
-                name: with_ci(multi[name][0][:, col], multi[name][1][:, col])
-                for name in _WITH_CI
-            },
+            "prevalence": _stat(multi["prevalence"][0][0, col], multi["prevalence"][1][0, col]),
+            **{name: with_ci(multi[name][0][:, col], multi[name][1][:, col]) for name in _WITH_CI},
             "mean_pairwise_kappa": mean_kappa_at(col),
             "pairwise": [
                 {
@@ -622,9 +593,7 @@ def round_report(
     ]
     pairwise = []
     for p in range(n_pairs):
-        kappa = with_ci(
-            pair["cohen_kappa"][0][:, p, overall], pair["cohen_kappa"][1][:, p, overall]
-        )
+        kappa = with_ci(pair["cohen_kappa"][0][:, p, overall], pair["cohen_kappa"][1][:, p, overall])
         kappa_matrix[ia[p]][ib[p]] = kappa_matrix[ib[p]][ia[p]] = kappa["value"]
         pairwise.append(
             {
@@ -649,10 +618,7 @@ def round_report(
         "pairwise": pairwise,
         "kappa_matrix": kappa_matrix,
         "mean_pairwise_kappa": overall_block["mean_pairwise_kappa"],
-        "per_mode": [
-            {"mode": m, "category": mode_cat[j], **block(j)}
-            for j, m in enumerate(modes)
-        ],
+        "per_mode": [{"mode": m, "category": mode_cat[j], **block(j)} for j, m in enumerate(modes)],
         "per_category": [
             {
                 "category": c,
