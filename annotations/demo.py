@@ -1,0 +1,79 @@
+"""Demo data for `make demo`: users, a project, traces, labels, a finished round, a judge run and a
+release. Every step is idempotent so re-running the demo is safe.
+
+Each feature area contributes one seed function; they run in this order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from traces.models import Membership, Project
+from traces.services import membership_set, project_get_or_create
+
+DEMO_PASSWORD = "mast-demo-2026"  # noqa: S105 - printed for the local demo only
+DEMO_USERS = [
+    ("manager", "manager", "Maya Manager"),
+    ("alice", "annotator", "Alice Annotator"),
+    ("bob", "annotator", "Bob Annotator"),
+    ("carol", "annotator", "Carol Annotator"),
+    ("victor", "viewer", "Victor Viewer"),
+]
+
+# "module:function" taking a DemoContext; each feature area adds its own line.
+STEPS = [
+    "traces.demo:seed",
+]
+
+
+@dataclass
+class DemoContext:
+    project: Project
+    users: dict[str, object]
+    log: list[str] = field(default_factory=list)
+
+    def say(self, line: str) -> None:
+        self.log.append(line)
+
+
+def seed_users_and_project() -> DemoContext:
+    User = get_user_model()
+    users = {}
+    with transaction.atomic():
+        for username, _role, full_name in DEMO_USERS:
+            first, last = full_name.split(" ", 1)
+            user, created = User.objects.get_or_create(
+                username=username, defaults={"first_name": first, "last_name": last}
+            )
+            if created:
+                user.set_password(DEMO_PASSWORD)
+                user.save()
+            users[username] = user
+        users["manager"].is_staff = True
+        users["manager"].save(update_fields=["is_staff"])
+        project, _ = project_get_or_create(slug="demo", name="Demo: seven frameworks", by=users["manager"])
+        if not project.description:
+            project.description = (
+                "One short trace per supported framework, each with a failure you can spot, "
+                "to try labelling, rounds, the LLM judge and releases."
+            )
+            project.save(update_fields=["description"])
+        for username, role, _ in DEMO_USERS:
+            membership_set(project=project, user=users[username], role=role)
+    return DemoContext(project=project, users=users)
+
+
+def seed_demo() -> DemoContext:
+    ctx = seed_users_and_project()
+    for step in STEPS:
+        module, func = step.split(":")
+        getattr(import_module(module), func)(ctx)
+    return ctx
+
+
+def credentials() -> list[tuple[str, str, str]]:
+    return [(u, DEMO_PASSWORD, Membership.Role(role).label) for u, role, _ in DEMO_USERS]

@@ -1,0 +1,238 @@
+"""Fixtures shared by every test: users per role, a project, a real browser, a real worker.
+
+Tests run against real PostgreSQL and Redis (see pyproject's [tool.pytest.ini_options] env,
+overridden by `make test`), real Chromium through Playwright, and a real Celery worker process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.factories import PASSWORD, MembershipFactory, ProjectFactory, UserFactory
+
+REPO = Path(__file__).resolve().parent
+SHARED = REPO.parent / "shared"
+ARTIFACTS = REPO / "test-artifacts"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture
+def mast_version(db):
+    from taxonomy.services import taxonomy_seed_mast
+
+    return taxonomy_seed_mast()
+
+
+@pytest.fixture
+def project(db, mast_version):
+    return ProjectFactory(slug="demo", name="Demo project", taxonomy_version=mast_version)
+
+
+def _member(project, username, role):
+    user = UserFactory(username=username)
+    MembershipFactory(project=project, user=user, role=role)
+    return user
+
+
+@pytest.fixture
+def manager(project):
+    return _member(project, "manager", "manager")
+
+
+@pytest.fixture
+def annotator(project):
+    return _member(project, "ann1", "annotator")
+
+
+@pytest.fixture
+def annotator2(project):
+    return _member(project, "ann2", "annotator")
+
+
+@pytest.fixture
+def viewer(project):
+    return _member(project, "viewer", "viewer")
+
+
+@pytest.fixture
+def outsider(db):
+    return UserFactory(username="outsider")
+
+
+@pytest.fixture
+def password():
+    return PASSWORD
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """../shared beside the repo (present in CI); tests that need it skip with a reason otherwise."""
+    if not (SHARED / "mast").is_dir():
+        pytest.skip(f"{SHARED / 'mast'} is not present (a fresh clone without ../shared)")
+    return SHARED
+
+
+# ---------------------------------------------------------------- browser
+
+
+def chromium_path() -> str:
+    for candidate in (os.environ.get("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        # Browser tests must run, not skip: a missing browser is a failure with a clear message.
+        pytest.fail("Chromium not found: install Debian's chromium (apt-get install -y chromium) or set CHROMIUM")
+    return found
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(15000)
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def screenshot():
+    """screenshot(page, name): save a full-page PNG to test-artifacts/ (kept by CI, looked at by people)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    def take(pg, name: str, full_page: bool = True) -> Path:
+        path = ARTIFACTS / f"{name}.png"
+        pg.screenshot(path=str(path), full_page=full_page)
+        return path
+
+    return take
+
+
+@pytest.fixture
+def login(live_server, password):
+    """login(page, user): sign in through the real login form."""
+
+    def do(pg, user):
+        pg.goto(f"{live_server.url}/login/")
+        pg.fill("input[name=username]", user.username)
+        pg.fill("input[name=password]", password)
+        pg.click("button[type=submit]")
+        pg.wait_for_url(lambda url: "/login/" not in url)
+        return pg
+
+    return do
+
+
+# ---------------------------------------------------------------- celery worker
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings):
+    """A real `celery worker` process on the test database and the Redis broker.
+
+    Yields a handle with .kill() / .start() for crash tests. Tests using it must use
+    transactional_db (the worker is another process and only sees committed rows).
+    """
+    from django.db import connection
+
+    env = dict(os.environ)
+    db = connection.settings_dict
+    env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env["CELERY_BROKER_URL"] = settings.CELERY_BROKER_URL
+    handle = _Worker(env)
+    handle.purge()
+    handle.start()
+    yield handle
+    handle.stop()
+
+
+class _Worker:
+    def __init__(self, env: dict):
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.log = ARTIFACTS / "celery-worker.log"
+
+    def purge(self) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "celery", "-A", "mast_site", "purge", "-f"],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+        )
+
+    def start(self, concurrency: int = 4) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "mast_site",
+                "worker",
+                "-l",
+                "INFO",
+                "-P",
+                "threads",
+                f"--concurrency={concurrency}",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=REPO,
+            env=self.env,
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with self.log.open("rb") as fh:
+                fh.seek(offset)
+                if b"ready." in fh.read():
+                    return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"celery worker exited early; see {self.log}")
+            time.sleep(0.2)
+        raise RuntimeError(f"celery worker not ready after 30 s; see {self.log}")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()

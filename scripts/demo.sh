@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up and serve the demo on http://127.0.0.1:8000 with a Celery worker, no services needed:
+# SQLite in var/, the worker fed through files in var/broker. Safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p var
+[ -s var/demo-secret ] || head -c 48 /dev/urandom | base64 | tr -d '/+=\n' > var/demo-secret
+export SECRET_KEY=$(cat var/demo-secret)
+export DEBUG=${DEBUG:-false}
+export ALLOWED_HOSTS=${ALLOWED_HOSTS:-127.0.0.1,localhost}
+# Plain http on loopback: cookies cannot be Secure-only and no HSTS.
+export SESSION_COOKIE_SECURE=false CSRF_COOKIE_SECURE=false SECURE_HSTS_SECONDS=0 SECURE_SSL_REDIRECT=false
+PORT=${PORT:-8000}
+PY=.venv/bin/python
+
+$PY manage.py migrate --noinput
+$PY manage.py collectstatic --noinput >/dev/null
+$PY manage.py seed_demo
+
+$PY -m celery -A mast_site worker -l WARNING -P threads --concurrency=4 --without-gossip --without-mingle \
+  > var/demo-worker.log 2>&1 &
+WORKER=$!
+trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
+echo "Worker running (log: var/demo-worker.log). Serving http://127.0.0.1:$PORT  (Ctrl-C stops both)"
+.venv/bin/gunicorn mast_site.wsgi -b 127.0.0.1:$PORT -w 2 --threads 4 --access-logfile - --log-level warning

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Run the whole suite, browser tests included, against PostgreSQL and Redis.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SECRET_KEY=${SECRET_KEY:-test-only-secret-key-not-for-production-0123456789abcdefghijkl}
+export DATABASE_URL=${TEST_DATABASE_URL:-postgres://root@127.0.0.1:5432/mast}
+export CELERY_BROKER_URL=${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/15}
+export DJANGO_ALLOW_ASYNC_UNSAFE=true
+rm -rf test-artifacts && mkdir -p test-artifacts
+.venv/bin/ruff check .
+.venv/bin/python manage.py makemigrations --check --dry-run >/dev/null || {
+  echo "ERROR: models changed without a migration (run manage.py makemigrations)." >&2; exit 1; }
+exec .venv/bin/pytest --create-db "$@"

@@ -1,0 +1,130 @@
+"""Taxonomy -> TaxonomyVersion -> Category -> FailureMode, plus the code mapping between versions.
+
+A version is editable while draft and frozen once published: services refuse writes, and
+database triggers (see migration 0002) refuse them even from raw SQL.
+"""
+
+from django.conf import settings
+from django.db import models
+
+
+class Taxonomy(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "taxonomies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TaxonomyVersion(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        PUBLISHED = "published", "Published"
+
+    taxonomy = models.ForeignKey(Taxonomy, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children")
+    notes = models.TextField(blank=True, help_text="What changed in this version and why.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["taxonomy__name", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["taxonomy", "number"], name="taxonomy_version_unique"),
+            models.CheckConstraint(
+                condition=models.Q(status__in=["draft", "published"]), name="taxonomy_version_status"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.taxonomy.name} v{self.number}"
+
+    @property
+    def is_published(self) -> bool:
+        return self.status == self.Status.PUBLISHED
+
+    @property
+    def label(self) -> str:
+        return f"{self.taxonomy.name} v{self.number}"
+
+
+class Category(models.Model):
+    version = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="categories")
+    code = models.CharField(max_length=10)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["order", "code"]
+        verbose_name_plural = "categories"
+        constraints = [
+            models.UniqueConstraint(fields=["version", "code"], name="category_code_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.name}"
+
+
+class FailureMode(models.Model):
+    version = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="modes")
+    category = models.ForeignKey(Category, on_delete=models.CASCADE, related_name="modes")
+    code = models.CharField(max_length=10)
+    name = models.CharField(max_length=200)
+    definition = models.TextField()
+    examples = models.TextField(blank=True)
+    counter_examples = models.TextField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["order", "code"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "code"], name="failure_mode_code_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.name}"
+
+
+class ModeMapping(models.Model):
+    """How a code of the parent version became codes of this version.
+
+    One row per (old code, new code) edge: a rename is 1->1 with a new code, a split is 1->n,
+    a merge is n->1, a removal has an empty new_code. Labels are carried across versions
+    through these rows.
+    """
+
+    class Kind(models.TextChoices):
+        SAME = "same", "Unchanged"
+        EDIT = "edit", "Definition edited"
+        RENAME = "rename", "Renamed / recoded"
+        SPLIT = "split", "Split"
+        MERGE = "merge", "Merged"
+        REMOVE = "remove", "Removed"
+        ADD = "add", "Added"
+
+    version = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="mappings")
+    old_code = models.CharField(max_length=10, blank=True)
+    new_code = models.CharField(max_length=10, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["old_code", "new_code"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "old_code", "new_code"], name="mode_mapping_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.old_code or '-'} -> {self.new_code or '-'} ({self.kind})"

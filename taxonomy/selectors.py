@@ -1,0 +1,96 @@
+"""Reads on taxonomies: listings, a version with its modes, and the diff between two versions."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from django.db.models import Count, Prefetch, QuerySet
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from .models import Category, FailureMode, Taxonomy, TaxonomyVersion
+
+
+def taxonomy_list() -> QuerySet[Taxonomy]:
+    return Taxonomy.objects.prefetch_related(
+        Prefetch("versions", queryset=TaxonomyVersion.objects.annotate(n_modes=Count("modes")).order_by("number"))
+    )
+
+
+def version_get(*, taxonomy_slug: str, number: int) -> TaxonomyVersion | None:
+    return (
+        TaxonomyVersion.objects.select_related("taxonomy", "parent")
+        .prefetch_related(
+            Prefetch("categories", queryset=Category.objects.prefetch_related("modes")),
+            "mappings",
+        )
+        .filter(taxonomy__slug=taxonomy_slug, number=number)
+        .first()
+    )
+
+
+def user_can_edit_taxonomies(*, user) -> bool:
+    """Site admins and project managers may draft and publish taxonomy versions."""
+    if not user.is_authenticated:
+        return False
+    return user.is_staff or user.memberships.filter(role="manager").exists()
+
+
+@dataclass
+class DiffRow:
+    code: str
+    status: str  # "same" | "changed" | "added" | "removed"
+    old: FailureMode | None
+    new: FailureMode | None
+    name_html: SafeString
+    definition_html: SafeString
+    mapped_from: list[str]
+
+
+def _word_diff(a: str, b: str) -> SafeString:
+    """Word-level diff as escaped HTML with <ins>/<del>; every piece of text is escaped."""
+    aw, bw = a.split(" "), b.split(" ")
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=aw, b=bw, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(escape(" ".join(aw[i1:i2])))
+        if op in ("delete", "replace"):
+            out.append(f'<del class="diff-del">{escape(" ".join(aw[i1:i2]))}</del>')
+        if op in ("insert", "replace"):
+            out.append(f'<ins class="diff-add">{escape(" ".join(bw[j1:j2]))}</ins>')
+    return mark_safe(" ".join(out))  # noqa: S308 - built only from escaped pieces above
+
+
+def version_diff(*, old: TaxonomyVersion, new: TaxonomyVersion) -> list[DiffRow]:
+    old_modes = {m.code: m for m in old.modes.all()}
+    new_modes = {m.code: m for m in new.modes.all()}
+    mapped: dict[str, list[str]] = {}
+    if new.parent_id == old.pk:
+        for row in new.mappings.all():
+            if row.new_code and row.old_code and row.old_code != row.new_code:
+                mapped.setdefault(row.new_code, []).append(row.old_code)
+    rows = []
+    for code in sorted(set(old_modes) | set(new_modes), key=_code_key):
+        a, b = old_modes.get(code), new_modes.get(code)
+        if a and b:
+            same = a.name == b.name and a.definition == b.definition
+            status = "same" if same else "changed"
+        else:
+            status = "removed" if a else "added"
+        rows.append(
+            DiffRow(
+                code=code,
+                status=status,
+                old=a,
+                new=b,
+                name_html=_word_diff(a.name if a else "", b.name if b else ""),
+                definition_html=_word_diff(a.definition if a else "", b.definition if b else ""),
+                mapped_from=mapped.get(code, []),
+            )
+        )
+    return rows
+
+
+def _code_key(code: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in code.split("."))

@@ -1,0 +1,17 @@
+from django.urls import path
+
+from . import views
+
+app_name = "taxonomy"
+
+urlpatterns = [
+    path("", views.taxonomy_list_page, name="list"),
+    path("import/", views.version_import_page, name="import"),
+    path("<slug:slug>/v<int:number>/", views.version_page, name="version"),
+    path("<slug:slug>/v<int:number>/export.json", views.version_export_json, name="export"),
+    path("<slug:slug>/v<int:number>/draft/", views.version_draft_page, name="draft"),
+    path("<slug:slug>/v<int:number>/publish/", views.version_publish_page, name="publish"),
+    path("<slug:slug>/v<int:number>/modes/<str:code>/edit/", views.mode_edit_page, name="mode_edit"),
+    path("<slug:slug>/v<int:number>/change/", views.version_change_page, name="change"),
+    path("<slug:slug>/diff/", views.version_diff_page, name="diff"),
+]

@@ -1,0 +1,238 @@
+"""Taxonomy browser and editor pages. All writes go through taxonomy.services."""
+
+import json
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from . import services
+from .models import Taxonomy
+from .selectors import taxonomy_list, user_can_edit_taxonomies, version_diff, version_get
+
+
+def _version_or_404(slug, number):
+    version = version_get(taxonomy_slug=slug, number=number)
+    if version is None:
+        raise Http404("No such taxonomy version.")
+    return version
+
+
+def _require_editor(user):
+    if not user_can_edit_taxonomies(user=user):
+        raise PermissionDenied("Only project managers and site admins edit taxonomies.")
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(exc.messages)
+
+
+@login_required
+def taxonomy_list_page(request):
+    return render(
+        request,
+        "taxonomy/list.html",
+        {"taxonomies": taxonomy_list(), "can_edit": user_can_edit_taxonomies(user=request.user), "nav": "taxonomy"},
+    )
+
+
+@login_required
+def version_page(request, slug, number):
+    version = _version_or_404(slug, number)
+    siblings = version.taxonomy.versions.order_by("number")
+    return render(
+        request,
+        "taxonomy/version.html",
+        {
+            "version": version,
+            "siblings": siblings,
+            "can_edit": user_can_edit_taxonomies(user=request.user) and not version.is_published,
+            "can_draft": user_can_edit_taxonomies(user=request.user),
+            "nav": "taxonomy",
+        },
+    )
+
+
+@login_required
+def version_export_json(request, slug, number):
+    version = _version_or_404(slug, number)
+    response = JsonResponse(services.version_export(version=version), json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = f'attachment; filename="{slug}-v{number}.json"'
+    return response
+
+
+@login_required
+@require_POST
+def version_draft_page(request, slug, number):
+    _require_editor(request.user)
+    source = _version_or_404(slug, number)
+    draft = services.version_draft_from(source=source, by=request.user, notes=request.POST.get("notes", ""))
+    messages.success(request, f"Draft {draft.label} created from {source.label}. Edit it, then publish.")
+    return redirect("taxonomy:version", slug=slug, number=draft.number)
+
+
+@login_required
+@require_POST
+def version_publish_page(request, slug, number):
+    _require_editor(request.user)
+    version = _version_or_404(slug, number)
+    try:
+        services.version_publish(version=version, by=request.user)
+    except ValidationError as exc:
+        messages.error(request, _errors(exc))
+    else:
+        messages.success(request, f"{version.label} is published and now frozen.")
+    return redirect("taxonomy:version", slug=slug, number=number)
+
+
+class ModeForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    definition = forms.CharField(widget=forms.Textarea)
+    examples = forms.CharField(widget=forms.Textarea, required=False)
+    counter_examples = forms.CharField(widget=forms.Textarea, required=False)
+    note = forms.CharField(required=False, help_text="Why the change (kept in the mapping).")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def mode_edit_page(request, slug, number, code):
+    _require_editor(request.user)
+    version = _version_or_404(slug, number)
+    mode = get_object_or_404(version.modes, code=code)
+    if version.is_published:
+        messages.error(request, f"{version.label} is published; draft a new version to change it.")
+        return redirect("taxonomy:version", slug=slug, number=number)
+    form = ModeForm(
+        request.POST or None,
+        initial={
+            "name": mode.name,
+            "definition": mode.definition,
+            "examples": mode.examples,
+            "counter_examples": mode.counter_examples,
+        },
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.mode_edit(mode=mode, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"{mode.code} updated.")
+            return redirect("taxonomy:version", slug=slug, number=number)
+    return render(
+        request, "taxonomy/mode_edit.html", {"version": version, "mode": mode, "form": form, "nav": "taxonomy"}
+    )
+
+
+@login_required
+@require_POST
+def version_change_page(request, slug, number):
+    """Structural changes on a draft: add, remove, rename, split, merge."""
+    _require_editor(request.user)
+    version = _version_or_404(slug, number)
+    op, post = request.POST.get("op"), request.POST
+    note = post.get("note", "")
+    try:
+        if op == "add":
+            services.mode_add(
+                version=version,
+                code=post.get("code", ""),
+                name=post.get("name", ""),
+                definition=post.get("definition", ""),
+                note=note,
+            )
+        elif op == "remove":
+            services.mode_remove(mode=get_object_or_404(version.modes, code=post.get("code")), note=note)
+        elif op == "rename":
+            services.mode_rename(
+                mode=get_object_or_404(version.modes, code=post.get("code")),
+                new_code=post.get("new_code") or None,
+                new_name=post.get("new_name") or None,
+                note=note,
+            )
+        elif op == "split":
+            into = [
+                {
+                    "code": post.get(f"code_{i}", ""),
+                    "name": post.get(f"name_{i}", ""),
+                    "definition": post.get(f"definition_{i}", ""),
+                }
+                for i in (1, 2)
+                if post.get(f"code_{i}")
+            ]
+            services.mode_split(mode=get_object_or_404(version.modes, code=post.get("code")), into=into, note=note)
+        elif op == "merge":
+            codes = [c.strip() for c in post.get("codes", "").split(",") if c.strip()]
+            modes = [get_object_or_404(version.modes, code=c) for c in codes]
+            services.mode_merge(
+                modes=modes,
+                code=post.get("new_code", ""),
+                name=post.get("name", ""),
+                definition=post.get("definition", ""),
+                note=note,
+            )
+        else:
+            raise ValidationError(f"Unknown change {op!r}.")
+    except ValidationError as exc:
+        messages.error(request, _errors(exc))
+    else:
+        messages.success(request, "Change applied; the mapping was updated.")
+    return redirect("taxonomy:version", slug=slug, number=number)
+
+
+@login_required
+def version_diff_page(request, slug):
+    taxonomy = get_object_or_404(Taxonomy, slug=slug)
+    versions = list(taxonomy.versions.order_by("number"))
+    if not versions:
+        raise Http404("No versions.")
+    try:
+        b = int(request.GET.get("b", versions[-1].number))
+        a = int(request.GET.get("a", (versions[-1].parent.number if versions[-1].parent else versions[0].number)))
+    except ValueError:
+        raise Http404("Bad version number.") from None
+    old, new = _version_or_404(slug, a), _version_or_404(slug, b)
+    rows = version_diff(old=old, new=new)
+    return render(
+        request,
+        "taxonomy/diff.html",
+        {
+            "taxonomy": taxonomy,
+            "versions": versions,
+            "old": old,
+            "new": new,
+            "rows": rows,
+            "nav": "taxonomy",
+            "n_changed": sum(r.status != "same" for r in rows),
+        },
+    )
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="A taxonomy JSON file, as exported from this site.")
+    publish = forms.BooleanField(required=False, help_text="Publish (freeze) it at once.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def version_import_page(request):
+    _require_editor(request.user)
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        f = form.cleaned_data["file"]
+        try:
+            try:
+                data = json.loads(f.read().decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ValidationError(f"{f.name}: not valid UTF-8 JSON ({exc}).") from exc
+            version = services.version_import(data=data, publish=form.cleaned_data["publish"], by=request.user)
+        except ValidationError as exc:
+            form.add_error("file", _errors(exc))
+        else:
+            messages.success(request, f"Imported {version.label}.")
+            return redirect("taxonomy:version", slug=version.taxonomy.slug, number=version.number)
+    return render(request, "taxonomy/import.html", {"form": form, "nav": "taxonomy"})

@@ -1,0 +1,170 @@
+"""Projects and their members, traces and their steps, and import jobs."""
+
+from django.conf import settings
+from django.db import models
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    taxonomy_version = models.ForeignKey(
+        "taxonomy.TaxonomyVersion",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The taxonomy version annotators use by default in this project.",
+    )
+    reveal_suggestions = models.BooleanField(
+        default=False,
+        help_text="Outside rounds, show annotators non-human raters' labels as suggestions. "
+        "Never applies to traces of an open round.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MANAGER = "manager", "Manager"
+        ANNOTATOR = "annotator", "Annotator"
+        VIEWER = "viewer", "Viewer"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique"),
+            models.CheckConstraint(
+                condition=models.Q(role__in=["manager", "annotator", "viewer"]),
+                name="membership_role_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} is {self.role} of {self.project}"
+
+
+class Trace(models.Model):
+    class Outcome(models.TextChoices):
+        SUCCESS = "success", "Succeeded"
+        FAILURE = "failure", "Failed"
+        UNKNOWN = "", "Unknown"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="traces")
+    mas_name = models.CharField("framework", max_length=100, blank=True, db_index=True)
+    llm_name = models.CharField("LLM", max_length=100, blank=True, db_index=True)
+    benchmark = models.CharField(max_length=100, blank=True, db_index=True)
+    task = models.TextField(blank=True)
+    external_id = models.CharField(max_length=300, blank=True, db_index=True)
+    title = models.CharField(max_length=300, blank=True)
+    format = models.CharField(max_length=40)
+    raw_text = models.TextField()
+    size_bytes = models.PositiveBigIntegerField()
+    content_hash = models.CharField(max_length=64)
+    metadata = models.JSONField(default=dict, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, blank=True, default="")
+    # Statistics computed at import, used by filters, sampling and analytics.
+    n_steps = models.PositiveIntegerField(default=0)
+    n_agents = models.PositiveIntegerField(default=0)
+    n_agent_switches = models.PositiveIntegerField(default=0)
+    n_chars = models.PositiveBigIntegerField(default=0)
+    n_lines = models.PositiveIntegerField(default=0)
+    n_repeated_steps = models.PositiveIntegerField(default=0)
+    agents = models.JSONField(default=list, blank=True)
+    import_job = models.ForeignKey("ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="traces")
+    imported_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "content_hash"], name="trace_unique_content"),
+            models.CheckConstraint(
+                condition=models.Q(outcome__in=["success", "failure", ""]), name="trace_outcome_valid"
+            ),
+        ]
+        indexes = [models.Index(fields=["project", "-id"], name="trace_project_recent")]
+
+    def __str__(self) -> str:
+        return self.title or self.external_id or f"trace {self.pk}"
+
+    @property
+    def display_name(self) -> str:
+        return self.title or self.external_id or f"Trace #{self.pk}"
+
+
+class Step(models.Model):
+    class Kind(models.TextChoices):
+        MESSAGE = "message", "Message"
+        TOOL_CALL = "tool_call", "Tool call"
+        TOOL_OUTPUT = "tool_output", "Tool output"
+        SYSTEM = "system", "System"
+        LOG = "log", "Log"
+
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    agent = models.CharField(max_length=200, blank=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.MESSAGE)
+    content = models.TextField()
+    line_start = models.PositiveIntegerField()
+    line_end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["trace", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["trace", "index"], name="step_unique_index"),
+            models.CheckConstraint(condition=models.Q(line_end__gte=models.F("line_start")), name="step_lines_ordered"),
+        ]
+
+    def __str__(self) -> str:
+        return f"step {self.index} ({self.agent})"
+
+
+class ImportJob(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    format = models.CharField(max_length=40, default="auto")
+    upload_dir = models.CharField(max_length=500, blank=True)
+    file_names = models.JSONField(default=list, blank=True)
+    bytes_total = models.PositiveBigIntegerField(default=0)
+    bytes_done = models.PositiveBigIntegerField(default=0)
+    n_imported = models.PositiveIntegerField(default=0)
+    n_duplicates = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return int(100 * self.bytes_done / self.bytes_total) if self.bytes_total else 0

@@ -1,0 +1,12 @@
+from django.urls import include, path
+
+from . import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("profile/", views.profile, name="profile"),
+    path("projects/new/", views.project_new, name="project_new"),
+    path("p/<slug:slug>/", views.project_detail, name="project_detail"),
+    path("p/<slug:slug>/members/", views.project_members_page, name="project_members"),
+    path("", include("traces.viewer_urls")),
+]
