@@ -1,0 +1,152 @@
+"""Trace format parsers: pure Python, no Django.
+
+``parse_trace(text)`` turns one native trace file into a ``ParsedTrace``: the raw text,
+framework metadata and ordered ``ParsedStep``s (agent, kind, line range).
+
+Decisions worth knowing:
+
+* Lines are counted on ``"\\n"`` only (``"\\r\\n"`` is normalised to ``"\\n"``), 1-based.
+* A step's ``content`` is exactly lines ``line_start..line_end`` of ``raw_text`` joined with
+  ``"\\n"``, header line included (e.g. ``[2025-13-05 08:33:55 INFO] Programmer: ...``).
+* Steps are ordered and never overlap; lines may belong to no step: preamble noise a format
+  does not show, blank lines between steps, and known noise lines (ChatDev's ``flask app.py
+  did not start for online log``).
+* Text formats keep the text as given. JSON inputs (AG2/HyperAgent ``_human.json``, MetaGPT
+  run JSON, Who&When, generic messages JSON/JSONL) get ``raw_text`` = a readable rendering,
+  one block per message (``### <agent> (<role>)`` then the text) and
+  ``metadata["source_format"] = "json"``; the importer stores ``raw_text`` as the trace text.
+  HyperAgent's rendering is its trajectory lines joined, so line k is trajectory[k-1];
+  Who&When step i is history[i], so ``mistake_step`` indexes steps.
+* NUL characters (PostgreSQL text cannot hold them) become U+FFFD;
+  ``metadata["nul_replaced"]`` counts them.
+* Text in no known format is split at blank lines into steps of 8..200 lines (``plaintext``);
+  a format parser that finds no step falls back to that, so non-empty text never has zero steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .ag2 import parse_ag2, parse_whowhen
+from .appworld import parse_appworld
+from .base import STEP_KINDS, ParsedStep, ParsedTrace, ParseError, normalise_newlines
+from .chatdev import parse_chatdev
+from .detect import detect_format, looks_json, normalise_mas_name
+from .hyperagent import parse_hyperagent
+from .magentic_one import parse_magentic_one
+from .mast import MastRecord, is_mast_data, iter_mast_records, parse_mast_record
+from .messages import load_json, load_jsonl, message_list, parse_messages
+from .metagpt import parse_metagpt_json, parse_metagpt_log
+from .openmanus import parse_openmanus
+from .plaintext import parse_plaintext, split_blocks
+
+__all__ = [
+    "FORMATS",
+    "STEP_KINDS",
+    "MastRecord",
+    "ParseError",
+    "ParsedStep",
+    "ParsedTrace",
+    "detect_format",
+    "is_mast_data",
+    "iter_mast_records",
+    "normalise_mas_name",
+    "parse_mast_record",
+    "parse_trace",
+]
+
+FORMATS: tuple[str, ...] = (
+    "chatdev",
+    "metagpt_json",
+    "metagpt_log",
+    "ag2",
+    "hyperagent",
+    "appworld",
+    "magentic_one",
+    "openmanus",
+    "messages_json",
+    "plaintext",
+    "whowhen",
+)
+
+_TEXT_PARSERS: dict[str, Callable[[str], ParsedTrace]] = {
+    "chatdev": parse_chatdev,
+    "metagpt_log": parse_metagpt_log,
+    "appworld": parse_appworld,
+    "magentic_one": parse_magentic_one,
+    "openmanus": parse_openmanus,
+    "plaintext": parse_plaintext,
+}
+_JSON_FORMATS = frozenset({"metagpt_json", "ag2", "hyperagent", "messages_json", "whowhen"})
+
+
+def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name: str = "") -> ParsedTrace:
+    """Parse one native trace file (already decoded). Raises ParseError on bad input."""
+    if not text or not text.strip():
+        raise ParseError("empty trace", filename=filename)
+    text = normalise_newlines(text)
+    if format == "auto":
+        format = detect_format(text, filename=filename, mas_name=mas_name)
+    elif format not in FORMATS:
+        raise ParseError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)} or auto", filename=filename)
+    if format in _JSON_FORMATS and looks_json(text):
+        trace = _parse_json(text.lstrip("\ufeff"), format, filename=filename, mas_name=mas_name)
+    elif format == "hyperagent":
+        trace = parse_hyperagent(text, filename=filename)
+    elif format in _JSON_FORMATS:
+        raise ParseError(f"format {format} expects JSON", filename=filename, line=1)
+    else:
+        trace = _TEXT_PARSERS[format](text)
+    if not trace.steps and trace.raw_text.strip():
+        trace.steps = split_blocks(trace.raw_text)
+        trace.metadata["fallback"] = "plaintext"
+    if not trace.steps:
+        raise ParseError("trace has no content", filename=filename)
+    return _strip_nul(trace)
+
+
+def _parse_json(text: str, format: str, *, filename: str, mas_name: str) -> ParsedTrace:
+    stripped = text.lstrip()
+    if format == "messages_json" and stripped.startswith("{") and _looks_jsonl(stripped):
+        return parse_messages(text, filename=filename, obj=load_jsonl(text, filename=filename))
+    obj = load_json(text, filename=filename)
+    # the JSON shape settles what the 64 KB head could not
+    if isinstance(obj, dict):
+        traj = obj.get("trajectory")
+        if isinstance(traj, list) and traj and format in ("ag2", "hyperagent"):
+            format = "hyperagent" if all(isinstance(x, str) for x in traj) else "ag2"
+        elif isinstance(obj.get("history"), list) and format in ("messages_json", "ag2"):
+            format = "whowhen"
+        elif isinstance(obj.get("content"), str) and "run_id" in obj:
+            format = "metagpt_json"
+    if format == "metagpt_json":
+        return parse_metagpt_json(text, filename=filename, obj=obj)
+    if format == "hyperagent":
+        return parse_hyperagent(text, filename=filename, obj=obj)
+    if format == "whowhen":
+        return parse_whowhen(text, filename=filename, obj=obj)
+    if format == "ag2":
+        return parse_ag2(text, filename=filename, obj=obj)
+    if message_list(obj) is None:
+        raise ParseError("JSON is not a list of messages", filename=filename)
+    trace = parse_messages(text, filename=filename, obj=obj)
+    if normalise_mas_name(mas_name):
+        trace.mas_name = normalise_mas_name(mas_name)
+    return trace
+
+
+def _looks_jsonl(text: str) -> bool:
+    first, _, rest = text.partition("\n")
+    return first.rstrip().endswith("}") and rest.lstrip().startswith("{")
+
+
+def _strip_nul(trace: ParsedTrace) -> ParsedTrace:
+    count = trace.raw_text.count("\x00")
+    if count:
+        trace.raw_text = trace.raw_text.replace("\x00", "\ufffd")
+        for st in trace.steps:
+            st.content = st.content.replace("\x00", "\ufffd")
+        trace.metadata["nul_replaced"] = count
+    if "\x00" in trace.task:
+        trace.task = trace.task.replace("\x00", "\ufffd")
+    return trace

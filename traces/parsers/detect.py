@@ -1,0 +1,108 @@
+"""Format detection: content markers first (in the first 64 KB only), filename second.
+
+For text, the marker found earliest in the text wins, so a log quoting another format's
+marker deep inside is still recognised by its own opening lines. For JSON the keys seen
+in the head decide; ``mas_name`` breaks ties between the ``_human.json`` shapes.
+"""
+
+from __future__ import annotations
+
+import re
+
+HEAD = 65536
+
+TEXT_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("chatdev", re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\] ", re.M)),
+    (
+        "metagpt_log",
+        re.compile(r"^=== MetaGPT Agent Communication Log|^\[[\d: -]{19}\] (?:NEW MESSAGES:|FROM: )", re.M),
+    ),
+    ("metagpt_log", re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+ \| [A-Z]+ *\| \S+ - \w+\(\w+\): to do ", re.M)),
+    ("hyperagent", re.compile(r"^HyperAgent_\S+ - [A-Z]+ - ", re.M)),
+    ("appworld", re.compile(r"^\*{10,} Task \d+/\d+ \(|^Response from Supervisor Agent\s*$", re.M)),
+    (
+        "magentic_one",
+        re.compile(r"^SCENARIO\.PY STARTING !#!#|^---------- (?:user|MagenticOneOrchestrator) -{10}$", re.M),
+    ),
+    ("openmanus", re.compile(r"\| app\.agent\.\w+:\w+:\d+ - |Manus's thoughts:", re.M)),
+)
+
+_MAS_FORMATS = {
+    "ChatDev": "chatdev",
+    "MetaGPT": "metagpt_json",
+    "AG2": "ag2",
+    "HyperAgent": "hyperagent",
+    "AppWorld": "appworld",
+    "Magentic-One": "magentic_one",
+    "OpenManus": "openmanus",
+}
+
+MAS_ALIASES = {
+    "chatdev": "ChatDev",
+    "metagpt": "MetaGPT",
+    "ag2": "AG2",
+    "autogen": "AG2",
+    "hyperagent": "HyperAgent",
+    "appworld": "AppWorld",
+    "magentic": "Magentic-One",
+    "magenticone": "Magentic-One",
+    "magentic-one": "Magentic-One",
+    "magentic_one": "Magentic-One",
+    "openmanus": "OpenManus",
+}
+
+
+def normalise_mas_name(name: str) -> str:
+    """Canonical framework name, or "" when it is not a known framework (e.g. "GAIA")."""
+    return MAS_ALIASES.get(name.strip().lower().replace(" ", ""), "")
+
+
+_JSON_START = re.compile(r'\s*(?:\{|\[\s*(?:[{\["\]]|$))')
+
+
+def looks_json(text: str) -> bool:
+    """A JSON object or array, not a log line such as ``[2025-13-05 08:33:53 INFO]``."""
+    return _JSON_START.match(text.lstrip("\ufeff"), 0, 4096) is not None
+
+
+def detect_json(head: str, *, filename: str = "", mas_name: str = "") -> str:
+    mas = normalise_mas_name(mas_name)
+    if '"run_id"' in head and '"content"' in head:
+        return "metagpt_json"
+    if '"history"' in head and ('"mistake_agent"' in head or '"question"' in head or '"ground_truth"' in head):
+        return "whowhen"
+    if '"trajectory"' in head or '"instance_id"' in head or '"problem_statement"' in head:
+        if "HyperAgent_" in head or mas == "HyperAgent":
+            return "hyperagent"
+        if mas == "AG2" or '"role"' in head:
+            return "ag2"
+        return "hyperagent" if "hyperagent" in filename.lower() else "ag2"
+    if mas == "AG2" or re.search(r'"name"\s*:\s*"(?:mathproxyagent|chat_manager|Agent_\w+)"', head):
+        return "ag2"
+    return "messages_json"
+
+
+def detect_format(text: str, *, filename: str = "", mas_name: str = "") -> str:
+    head = text[:HEAD]
+    stripped = head.lstrip("\ufeff \t\r\n")
+    if looks_json(stripped):
+        return detect_json(stripped, filename=filename, mas_name=mas_name)
+    best = ""
+    # the earliest marker wins; most files show theirs in the first lines, so look there first
+    for limit in (4096, HEAD):
+        best_pos = limit + 1
+        for fmt, pattern in TEXT_MARKERS:
+            m = pattern.search(head, 0, best_pos)
+            if m and m.start() < best_pos:
+                best, best_pos = fmt, m.start()
+        if best:
+            break
+    if best:
+        return best
+    name = filename.lower()
+    if name.endswith("console_log.txt"):
+        return "magentic_one"
+    fmt = _MAS_FORMATS.get(normalise_mas_name(mas_name), "")
+    if fmt and fmt not in ("metagpt_json", "ag2"):
+        return fmt
+    return "plaintext"

@@ -1,0 +1,110 @@
+"""Chat-message lists: generic ``[{role|name|agent, content}]`` JSON/JSONL, AG2, Who&When."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .base import ParsedTrace, ParseError
+from .render import Message, render, text_of
+
+TERMINAL_AGENTS = frozenset({"computer_terminal", "computerterminal", "code_executor", "executor"})
+_ROLE_SUFFIX = re.compile(r"\s*\(.*\)\s*$")
+_CODE_FENCE = re.compile(r"```(?:python|py|sh|bash|shell)?\s*\n")
+
+
+def agent_of(item: dict) -> tuple[str, str]:
+    """(agent, role): the agent is name/agent, else the role without a "(thought)"-style suffix."""
+    role = item.get("role")
+    role = role if isinstance(role, str) else ""
+    for key in ("name", "agent", "sender"):
+        val = item.get(key)
+        if isinstance(val, str) and val:
+            return val, role
+    return (_ROLE_SUFFIX.sub("", role) or role), role
+
+
+def kind_of(agent: str, role: str, content: str, item: dict) -> str:
+    r = role.lower()
+    if r == "system":
+        return "system"
+    if r in ("tool", "function", "ipython") or agent.lower() in TERMINAL_AGENTS:
+        return "tool_output"
+    if content.startswith("exitcode:"):
+        return "tool_output"
+    if item.get("tool_calls") or item.get("function_call"):
+        return "tool_call"
+    return "message"
+
+
+def to_messages(items: list, *, filename: str = "") -> list[Message]:
+    msgs: list[Message] = []
+    for n, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ParseError(f"message {n} is {type(item).__name__}, expected an object", filename=filename)
+        agent, role = agent_of(item)
+        content = text_of(item.get("content"))
+        for key in ("tool_calls", "function_call"):
+            if item.get(key):
+                content = (content + "\n" if content else "") + text_of(item[key])
+        msgs.append(Message(agent, kind_of(agent, role, content, item), content, role))
+    # a message with code followed by its execution output is a tool call
+    for prev, nxt in zip(msgs, msgs[1:], strict=False):
+        if prev.kind == "message" and nxt.kind == "tool_output" and _CODE_FENCE.search(prev.content):
+            prev.kind = "tool_call"
+    return msgs
+
+
+def load_json(text: str, *, filename: str = "") -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(f"invalid JSON: {e.msg} (column {e.colno})", filename=filename, line=e.lineno) from None
+
+
+def load_jsonl(text: str, *, filename: str = "") -> list:
+    rows = []
+    for n, raw in enumerate(text.split("\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rows.append(json.loads(raw))
+        except json.JSONDecodeError as e:
+            raise ParseError(f"invalid JSON line: {e.msg} (column {e.colno})", filename=filename, line=n) from None
+    return rows
+
+
+def message_list(obj: object) -> list | None:
+    if isinstance(obj, list):
+        return obj
+    if isinstance(obj, dict):
+        for key in ("messages", "history", "trajectory", "chat_history", "conversation"):
+            if isinstance(obj.get(key), list):
+                return obj[key]
+    return None
+
+
+def parse_messages(text: str, *, filename: str = "", fmt: str = "messages_json", obj: object = None) -> ParsedTrace:
+    if obj is None:
+        stripped = text.lstrip()
+        if stripped.startswith("{") and "\n{" in stripped.rstrip() and _is_jsonl(stripped):
+            obj = load_jsonl(text, filename=filename)
+        else:
+            obj = load_json(text, filename=filename)
+    items = message_list(obj)
+    if items is None:
+        raise ParseError("no list of messages found (expected a list or messages/history)", filename=filename)
+    raw, steps = render(to_messages(items, filename=filename))
+    meta: dict = {"source_format": "json"}
+    task = ""
+    if isinstance(obj, dict):
+        task = text_of(obj.get("task") or obj.get("question") or obj.get("prompt") or "")
+    return ParsedTrace(format=fmt, raw_text=raw, steps=steps, task=task, metadata=meta)
+
+
+def _is_jsonl(text: str) -> bool:
+    first = text.split("\n", 1)[0]
+    try:
+        return isinstance(json.loads(first), dict)
+    except json.JSONDecodeError:
+        return False

@@ -1,0 +1,56 @@
+"""Rendering of JSON-wrapped traces into a readable text the line ranges point into.
+
+Each message becomes one block: a header line ``### <agent>`` (plus `` (<role>)`` when the
+role adds something), then the message text; blocks are separated by one blank line, which
+belongs to no step. A step's content is its whole block, header included, exactly as in the
+rendered text, like every other format.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .base import ParsedStep, normalise_newlines
+
+
+@dataclass(slots=True)
+class Message:
+    agent: str
+    kind: str
+    content: str
+    role: str = ""
+
+
+def text_of(value: object) -> str:
+    """Message content as text: strings as is, lists of lines joined, content parts flattened."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                parts.append(item["text"])
+            else:
+                parts.append(text_of(item))
+        return "\n".join(parts)
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def render(messages: list[Message], *, first_line: int = 1) -> tuple[str, list[ParsedStep]]:
+    blocks: list[str] = []
+    steps: list[ParsedStep] = []
+    line = first_line
+    for i, msg in enumerate(messages):
+        label = msg.agent or msg.role or "unknown"
+        if msg.role and msg.role != msg.agent:
+            label = f"{label} ({msg.role})"
+        body = normalise_newlines(msg.content).rstrip()
+        block = f"### {label}\n{body}" if body else f"### {label}"
+        end = line + block.count("\n")
+        steps.append(ParsedStep(i, msg.agent, msg.kind, block, line, end))
+        blocks.append(block)
+        line = end + 2
+    return "\n\n".join(blocks), steps
