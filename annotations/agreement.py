@@ -207,16 +207,17 @@ def _multi_stats(sums: FloatArray, q: int) -> dict[str, tuple[FloatArray, CodeAr
     pairable_code = np.where(no_pairs, _NO_PAIRABLE_UNITS, _OK)
     po = _safe_div(agreement, n_pairable)
 
-    # n^2 (1 - pe) for Fleiss and n^2 D_e for Krippendorff: zero iff one category is used.
+    # spread = n^2 (1 - pe) for Fleiss and n(n-1) D_e for Krippendorff; zero iff only one
+    # category is used. It is integer-valued, so the 0/0 test is exact.
     n = pair_counts.sum(-1)
-    spread = n * n - (pair_counts * pair_counts).sum(-1)
+    sum_sq = (pair_counts * pair_counts).sum(-1)
+    spread = n * n - sum_sq
 
     def spread_code(why: int) -> CodeArray:
         return np.where(no_pairs, _NO_PAIRABLE_UNITS, np.where(spread == 0, why, _OK)).astype(np.int8)
 
-    pe_fleiss = _safe_div((pair_counts * pair_counts).sum(-1), n * n)
-    fleiss = _safe_div(po - pe_fleiss, 1 - pe_fleiss)
-    fleiss = np.where(spread == 0, np.nan, fleiss)
+    # kappa = (po - pe) / (1 - pe) with pe = sum_k p_k^2, p_k = n_k / n; times n^2 / n^2.
+    fleiss = _safe_div(n * n * po - sum_sq, spread)
 
     # alpha = 1 - D_o / D_e = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k
     alpha = 1 - _safe_div((n - 1) * disagreement, spread)
@@ -230,7 +231,7 @@ def _multi_stats(sums: FloatArray, q: int) -> dict[str, tuple[FloatArray, CodeAr
         pabak_code = pairable_code
     else:
         ac1 = pabak = np.full(n_pairable.shape, np.nan)
-        ac1_code = pabak_code = np.full(n_pairable.shape, _ONE_SCALE_CATEGORY)
+        ac1_code = pabak_code = np.where(no_pairs, _NO_PAIRABLE_UNITS, _ONE_SCALE_CATEGORY)
 
     total = all_counts.sum(-1)
     # Prevalence is the share of the last category: "present" (1) for yes/no labels.
