@@ -9,4 +9,5 @@ urlpatterns = [
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/members/", views.project_members_page, name="project_members"),
     path("", include("traces.viewer_urls")),
+    path("", include("traces.import_urls")),
 ]

@@ -7,4 +7,5 @@ urlpatterns = [
     path("projects/<slug:slug>/", views.ProjectDetailApi.as_view(), name="api-project-detail"),
     path("projects/<slug:slug>/members/", views.MemberListApi.as_view(), name="api-project-members"),
     path("", include("traces.api.viewer_urls")),
+    path("", include("traces.api.import_urls")),
 ]
