@@ -97,7 +97,8 @@ def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name
         raise ParseError(f"format {format} expects JSON", filename=filename, line=1)
     else:
         trace = _TEXT_PARSERS[format](text)
-    if not trace.steps and trace.raw_text.strip():
+    if format != "plaintext" and all(s.kind == "log" and not s.agent for s in trace.steps):
+        # no header of the format matched: split into readable blocks, never one giant step
         trace.steps = split_blocks(trace.raw_text)
         trace.metadata["fallback"] = "plaintext"
     if not trace.steps:

@@ -69,7 +69,8 @@ def detect_json(head: str, *, filename: str = "", mas_name: str = "") -> str:
     mas = normalise_mas_name(mas_name)
     if '"run_id"' in head and '"content"' in head:
         return "metagpt_json"
-    if '"history"' in head and ('"mistake_agent"' in head or '"question"' in head or '"ground_truth"' in head):
+    who_when_keys = ('"mistake_agent"', '"question"', '"question_ID"', '"is_correct"', '"ground_truth"')
+    if re.match(r'\{\s*"history"\s*:', head) or ('"history"' in head and any(k in head for k in who_when_keys)):
         return "whowhen"
     if '"trajectory"' in head or '"instance_id"' in head or '"problem_statement"' in head:
         if "HyperAgent_" in head or mas == "HyperAgent":

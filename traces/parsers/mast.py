@@ -139,27 +139,25 @@ def _iter_array(stream: _Prefixed, filename: str) -> Iterator[MastRecord]:
 
 
 def _iter_jsonl(head: bytes, fileobj: IO[bytes], filename: str) -> Iterator[MastRecord]:
-    number, line_no, buf = 0, 0, head
-    while True:
-        chunk = fileobj.read(_CHUNK) if buf is not None else b""
-        if chunk:
-            buf += chunk
-            lines = buf.split(b"\n")
-            buf = lines.pop()
-        else:
-            lines, buf = ([buf] if buf else []), None
+    number, line_no, buf, eof = 0, 0, head, False
+    while not eof:
+        chunk = fileobj.read(_CHUNK)
+        eof = not chunk
+        buf += chunk
+        if not eof and b"\n" not in chunk:
+            continue  # a long line still being read
+        lines = buf.split(b"\n")
+        buf = b"" if eof else lines.pop()
         for raw in lines:
             line_no += 1
             if not raw.strip():
                 continue
             try:
-                item = json.loads(raw)
+                item = json.loads(raw, parse_constant=lambda _c: None)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise ParseError(f"invalid JSON line ({e})", filename=filename, record=number, line=line_no) from None
             yield record_from_dict(item, number, filename=filename, line=line_no)
             number += 1
-        if buf is None:
-            return
 
 
 def _annotation(value: object, number: int, filename: str) -> dict[str, int | None] | None:

@@ -24,6 +24,11 @@ def agent_of(item: dict) -> tuple[str, str]:
     return (_ROLE_SUFFIX.sub("", role) or role), role
 
 
+def _is_executor(agent: str) -> bool:
+    name = agent.lower()
+    return name in TERMINAL_AGENTS or "proxy" in name or "executor" in name
+
+
 def kind_of(agent: str, role: str, content: str, item: dict) -> str:
     r = role.lower()
     if r == "system":
@@ -44,15 +49,28 @@ def to_messages(items: list, *, filename: str = "") -> list[Message]:
             raise ParseError(f"message {n} is {type(item).__name__}, expected an object", filename=filename)
         agent, role = agent_of(item)
         content = text_of(item.get("content"))
-        for key in ("tool_calls", "function_call"):
-            if item.get(key):
-                content = (content + "\n" if content else "") + text_of(item[key])
+        calls = item.get("tool_calls") or ([item["function_call"]] if item.get("function_call") else [])
+        if isinstance(calls, list) and calls:
+            content = "\n".join([content, *map(_call_text, calls)]) if content else "\n".join(map(_call_text, calls))
         msgs.append(Message(agent, kind_of(agent, role, content, item), content, role))
-    # a message with code followed by its execution output is a tool call
+    # code followed by its execution output: a tool call and a tool output. MathChat's
+    # proxy answers code with bare results ("29.0"), so an executor's reply counts too.
     for prev, nxt in zip(msgs, msgs[1:], strict=False):
-        if prev.kind == "message" and nxt.kind == "tool_output" and _CODE_FENCE.search(prev.content):
-            prev.kind = "tool_call"
+        if prev.kind != "message" or prev.agent == nxt.agent or not _CODE_FENCE.search(prev.content):
+            continue
+        if nxt.kind == "tool_output" or (nxt.kind == "message" and _is_executor(nxt.agent)):
+            prev.kind, nxt.kind = "tool_call", "tool_output"
     return msgs
+
+
+def _call_text(call: object) -> str:
+    """One OpenAI-style tool call as ``call name(arguments)``."""
+    if not isinstance(call, dict):
+        return f"call {text_of(call)}"
+    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    args = fn.get("arguments", "")
+    args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return f"call {fn.get('name', '?')}({args})"
 
 
 def load_json(text: str, *, filename: str = "") -> object:
