@@ -659,3 +659,24 @@ def test_real_human_labelled_file_parses_every_record() -> None:
     gaia = [parse_mast_record(r) for r in records if r.mas_name == "GAIA"]
     assert sorted(t.mas_name for t in gaia) == ["Magentic-One", "OpenManus"]
     assert sum(v is None for r in records for a in r.annotations for v in a.values()) == 2  # the two NaN labels
+
+
+def test_parse_trace_refuses_a_whole_mast_data_file() -> None:
+    with pytest.raises(ParseError, match="iter_mast_records"):
+        parse_trace(fixture_text("mast_human.json"), filename="mast_human.json")
+
+
+def test_ag2_jsonl_is_read_line_by_line() -> None:
+    text = (
+        '{"content": "2 + 2?", "role": "assistant", "name": "mathproxyagent"}\n{"content": "4", "name": "assistant"}\n'
+    )
+    trace = parse_trace(text, filename="chat.jsonl")
+    assert trace.format == "ag2"
+    assert [s.agent for s in trace.steps] == ["mathproxyagent", "assistant"]
+
+
+def test_hyperagent_bare_list_of_log_lines() -> None:
+    lines = json.loads(fixture_text("hyperagent_tiny_human.json"))["trajectory"]
+    trace = parse_trace(json.dumps(lines))
+    assert trace.format == "hyperagent"
+    assert shape(trace) == shape(parse_fixture("hyperagent_tiny_human.json"))

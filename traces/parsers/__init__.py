@@ -85,6 +85,8 @@ def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name
     if not text or not text.strip():
         raise ParseError("empty trace", filename=filename)
     text = normalise_newlines(text)
+    if is_mast_data(text[:8192].encode("utf-8", "replace")):
+        raise ParseError("this is a MAST-Data file of many traces: read it with iter_mast_records", filename=filename)
     if format == "auto":
         format = detect_format(text, filename=filename, mas_name=mas_name)
     elif format not in FORMATS:
@@ -108,9 +110,10 @@ def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name
 
 def _parse_json(text: str, format: str, *, filename: str, mas_name: str) -> ParsedTrace:
     stripped = text.lstrip()
-    if format == "messages_json" and stripped.startswith("{") and _looks_jsonl(stripped):
-        return parse_messages(text, filename=filename, obj=load_jsonl(text, filename=filename))
-    obj = load_json(text, filename=filename)
+    if stripped.startswith("{") and _looks_jsonl(stripped):
+        obj: object = load_jsonl(text, filename=filename)
+    else:
+        obj = load_json(text, filename=filename)
     # the JSON shape settles what the 64 KB head could not
     if isinstance(obj, dict):
         traj = obj.get("trajectory")

@@ -67,6 +67,8 @@ def looks_json(text: str) -> bool:
 
 def detect_json(head: str, *, filename: str = "", mas_name: str = "") -> str:
     mas = normalise_mas_name(mas_name)
+    if "HyperAgent_" in head and '"history"' not in head:
+        return "hyperagent"
     if '"run_id"' in head and '"content"' in head:
         return "metagpt_json"
     who_when_keys = ('"mistake_agent"', '"question"', '"question_ID"', '"is_correct"', '"ground_truth"')

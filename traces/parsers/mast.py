@@ -42,7 +42,10 @@ def is_mast_data(head: bytes) -> bool:
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text.startswith((b"[", b"{")):
         return False
-    return b'"mas_name"' in head and b'"trace' in head and b'"history"' not in head
+    if b'"history"' in head or b'"steps"' in head:  # Who&When records, already-parsed copies
+        return False
+    has_trace = b'"trace"' in head or b'"trajectory"' in head
+    return has_trace and any(k in head for k in (b'"mas_name"', b'"mast_annotation"', b'"benchmark_name"'))
 
 
 def iter_mast_records(fileobj: IO[bytes], *, filename: str = "") -> Iterator[MastRecord]:
