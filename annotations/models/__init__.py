@@ -1,6 +1,7 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
 from .labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
+from .releases import Release, ReleaseFile, ReleasePolicy
 from .rounds import (
     Adjudication,
     AgreementReport,
@@ -19,6 +20,9 @@ __all__ = [
     "ModeLabel",
     "OpenCode",
     "Rater",
+    "Release",
+    "ReleaseFile",
+    "ReleasePolicy",
     "Round",
     "RoundAnnotator",
     "RoundTrace",
