@@ -1,5 +1,6 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
+from .judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate
 from .labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
 from .releases import Release, ReleaseFile, ReleasePolicy
 from .rounds import (
@@ -17,8 +18,12 @@ __all__ = [
     "Annotation",
     "AnnotationEvent",
     "DisagreementComment",
+    "JudgeCache",
+    "JudgeItem",
+    "JudgeRun",
     "ModeLabel",
     "OpenCode",
+    "PromptTemplate",
     "Rater",
     "Release",
     "ReleaseFile",

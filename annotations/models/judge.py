@@ -1,0 +1,186 @@
+"""LLM pre-labelling: prompt templates, judge runs, one item per trace, and the answer cache.
+
+A run freezes its trace selection as a list of ids at creation; each item is labelled at most
+once (UniqueConstraint on (run, trace) and on the resulting annotation). The API key itself is
+never stored: a run names the environment variable that holds it.
+"""
+
+from django.conf import settings
+from django.db import models
+
+
+class PromptTemplate(models.Model):
+    """The judge prompt for a taxonomy version. Editing creates a new version (number + 1)."""
+
+    taxonomy_version = models.ForeignKey(
+        "taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="prompt_templates"
+    )
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    notes = models.CharField(max_length=300, blank=True)
+    is_active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["taxonomy_version", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["taxonomy_version", "number"], name="prompt_template_unique_number"),
+            models.UniqueConstraint(
+                fields=["taxonomy_version"], condition=models.Q(is_active=True), name="prompt_template_one_active"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"prompt v{self.number}"
+
+
+class JudgeRun(models.Model):
+    class Provider(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible chat completions"
+        BASELINE = "baseline", "Baseline classifier (TF-IDF + logistic regression)"
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused (cancelled)"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="judge_runs")
+    provider = models.CharField(max_length=10, choices=Provider.choices)
+    base_url = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    # The NAME of an environment variable holding the key, never the key itself.
+    api_key_env = models.CharField(max_length=100, blank=True)
+    temperature = models.FloatField(default=0.0)
+    max_tokens = models.PositiveIntegerField(default=2000)
+    timeout = models.FloatField(default=120.0, help_text="Seconds per HTTP request.")
+    prompt = models.ForeignKey(
+        PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
+    taxonomy_version = models.ForeignKey("taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="+")
+    few_shot = models.BooleanField(default=False)
+    # {"kind": "all"|"unlabelled"|"round"|"filter", "round": id, "filter": {...}}
+    selection = models.JSONField(default=dict, blank=True)
+    trace_ids = models.JSONField(default=list, blank=True)
+    concurrency = models.PositiveIntegerField(default=4)
+    budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    budget_cost = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    price_in = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M input tokens.")
+    price_out = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M output tokens.")
+    # None until known: whether the server accepts response_format={"type": "json_object"}.
+    json_mode = models.BooleanField(null=True, blank=True)
+    # Baseline: what it was trained on and its held-out quality.
+    baseline_info = models.JSONField(default=dict, blank=True)
+    rater = models.ForeignKey(
+        "annotations.Rater", null=True, blank=True, on_delete=models.PROTECT, related_name="judge_runs"
+    )
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    error = models.TextField(blank=True)
+    n_total = models.PositiveIntegerField(default=0)
+    n_done = models.PositiveIntegerField(default=0)
+    n_failed = models.PositiveIntegerField(default=0)
+    n_cached = models.PositiveIntegerField(default=0)
+    n_truncated = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(state__in=["queued", "running", "paused", "done", "failed"]),
+                name="judge_run_state_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(provider__in=["openai", "baseline"]), name="judge_run_provider_valid"
+            ),
+            models.CheckConstraint(condition=models.Q(concurrency__gte=1), name="judge_run_concurrency_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"judge run {self.pk} ({self.state})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in (self.State.QUEUED, self.State.RUNNING)
+
+    @property
+    def n_remaining(self) -> int:
+        return max(0, self.n_total - self.n_done - self.n_failed)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * (self.n_done + self.n_failed) / self.n_total) if self.n_total else 100
+
+
+class JudgeItem(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="items")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="judge_items")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    # A running item belongs to whoever claimed it until then; past it, a sweep re-enqueues it.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    raw_answer = models.TextField(blank=True)
+    parsed = models.JSONField(null=True, blank=True)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    cached = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    truncated = models.BooleanField(default=False)
+    truncation = models.JSONField(default=dict, blank=True)
+    annotation = models.OneToOneField(
+        "annotations.Annotation", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_item"
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "trace"], name="judge_item_unique"),
+            models.CheckConstraint(
+                condition=models.Q(state__in=["pending", "running", "done", "failed"]),
+                name="judge_item_state_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["run", "state"], name="judge_item_run_state")]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} ({self.state})"
+
+
+class JudgeCache(models.Model):
+    """(trace content hash, prompt version, model, parameters) -> the answer: a re-run costs nothing."""
+
+    key = models.CharField(max_length=64, unique=True)
+    content_hash = models.CharField(max_length=64)
+    prompt = models.ForeignKey(PromptTemplate, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=200)
+    params_hash = models.CharField(max_length=64)
+    raw_answer = models.TextField()
+    parsed = models.JSONField()
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"cache {self.key[:10]}"
