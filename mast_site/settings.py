@@ -135,8 +135,9 @@ if not DEBUG:
 # --- REST API ---
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
+        # Token first so unauthenticated API calls get 401 + WWW-Authenticate, not 403.
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -189,3 +190,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }
+
+# --- LLM judge (annotations/services/judge.py) ---
+# Trace budget per prompt in characters (~4 chars per token: 120,000 ~ 30k tokens); longer traces
+# keep their start, end and most telling steps (annotations/prompting.py).
+MAST_JUDGE_MAX_CHARS = env.int("MAST_JUDGE_MAX_CHARS", default=120_000)
+MAST_JUDGE_MAX_ATTEMPTS = env.int("MAST_JUDGE_MAX_ATTEMPTS", default=5)
+MAST_JUDGE_BACKOFF_BASE = env.float("MAST_JUDGE_BACKOFF_BASE", default=0.5)
+MAST_JUDGE_BACKOFF_CAP = env.float("MAST_JUDGE_BACKOFF_CAP", default=30.0)
+# A claimed item's lease is the request timeout plus this; an expired lease is re-enqueued by the sweep.
+MAST_JUDGE_LEASE_SLACK = env.float("MAST_JUDGE_LEASE_SLACK", default=15.0)

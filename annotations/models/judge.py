@@ -73,6 +73,8 @@ class JudgeRun(models.Model):
     price_out = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M output tokens.")
     # None until known: whether the server accepts response_format={"type": "json_object"}.
     json_mode = models.BooleanField(null=True, blank=True)
+    # Frozen at creation: {"max_chars": int, "few_shot": [{"trace_id", "excerpt", "present", "codes"}]}.
+    prompt_extras = models.JSONField(default=dict, blank=True)
     # Baseline: what it was trained on and its held-out quality.
     baseline_info = models.JSONField(default=dict, blank=True)
     rater = models.ForeignKey(
@@ -137,6 +139,8 @@ class JudgeItem(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     # A running item belongs to whoever claimed it until then; past it, a sweep re-enqueues it.
     lease_until = models.DateTimeField(null=True, blank=True)
+    # Incremented at each claim and carried by the task: a stale duplicate task sees another number and exits.
+    claim = models.PositiveIntegerField(default=0)
     attempts = models.PositiveIntegerField(default=0)
     raw_answer = models.TextField(blank=True)
     parsed = models.JSONField(null=True, blank=True)
