@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import PASSWORD, MembershipFactory, ProjectFactory, UserFactory
 
 REPO = Path(__file__).resolve().parent
 SHARED = REPO.parent / "shared"
@@ -41,10 +40,14 @@ def mast_version(db):
 
 @pytest.fixture
 def project(db, mast_version):
+    from tests.factories import ProjectFactory
+
     return ProjectFactory(slug="demo", name="Demo project", taxonomy_version=mast_version)
 
 
 def _member(project, username, role):
+    from tests.factories import MembershipFactory, UserFactory
+
     user = UserFactory(username=username)
     MembershipFactory(project=project, user=user, role=role)
     return user
@@ -72,11 +75,15 @@ def viewer(project):
 
 @pytest.fixture
 def outsider(db):
+    from tests.factories import UserFactory
+
     return UserFactory(username="outsider")
 
 
 @pytest.fixture
 def password():
+    from tests.factories import PASSWORD
+
     return PASSWORD
 
 
@@ -236,3 +243,10 @@ class _Worker:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+@pytest.fixture
+def api_client():
+    from rest_framework.test import APIClient
+
+    return APIClient()

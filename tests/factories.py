@@ -12,10 +12,16 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
+        skip_postgeneration_save = True
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
     password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+
+    @factory.post_generation
+    def _save_password(obj, create, extracted, **kwargs):
+        if create:
+            obj.save(update_fields=["password"])
 
 
 class ProjectFactory(factory.django.DjangoModelFactory):

@@ -1,0 +1,3 @@
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
