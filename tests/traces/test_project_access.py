@@ -16,9 +16,7 @@ def users(manager, annotator, viewer, outsider):
     return {"manager": manager, "annotator": annotator, "viewer": viewer, "outsider": outsider}
 
 
-@pytest.mark.parametrize(
-    ("role", "status"), [("manager", 200), ("annotator", 200), ("viewer", 200), ("outsider", 404)]
-)
+@pytest.mark.parametrize(("role", "status"), [("manager", 200), ("annotator", 200), ("viewer", 200), ("outsider", 404)])
 @pytest.mark.parametrize("url_name", ["project_detail", "project_members"])
 def test_project_pages_by_role(client, project, users, role, status, url_name):
     client.force_login(users[role])
@@ -50,9 +48,7 @@ def test_anonymous_users_are_sent_to_login(client, project):
     assert response.status_code == 302 and response["Location"].startswith("/login/")
 
 
-@pytest.mark.parametrize(
-    ("role", "status"), [("manager", 200), ("annotator", 200), ("viewer", 200), ("outsider", 404)]
-)
+@pytest.mark.parametrize(("role", "status"), [("manager", 200), ("annotator", 200), ("viewer", 200), ("outsider", 404)])
 def test_project_api_by_role(api_client, project, users, role, status):
     api_client.force_authenticate(users[role])
     assert api_client.get(f"/api/projects/{project.slug}/").status_code == status
@@ -105,7 +101,9 @@ def test_csrf_is_enforced_on_session_posts(project, manager):
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(manager)
-    response = client.post(reverse("project_members", kwargs={"slug": project.slug}), {"username": "x", "role": "viewer"})
+    response = client.post(
+        reverse("project_members", kwargs={"slug": project.slug}), {"username": "x", "role": "viewer"}
+    )
     assert response.status_code == 403
 
 
