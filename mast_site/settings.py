@@ -15,7 +15,7 @@ VAR_DIR = Path(environ.Env().str("MAST_VAR_DIR", default=str(BASE_DIR / "var")))
 env = environ.Env(
     DEBUG=(bool, False),
     ALLOWED_HOSTS=(list, ["127.0.0.1", "localhost"]),
-    SECURE_SSL_REDIRECT=(bool, False),
+    SECURE_SSL_REDIRECT=(bool, True),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -129,7 +129,7 @@ if not DEBUG:
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # --- REST API ---
