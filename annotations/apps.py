@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class AnnotationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "annotations"
+
+    def ready(self) -> None:
+        # Labels that come with imported records (MAST-Data's mast_annotation) are stored by a
+        # hook, so traces never imports annotations.
+        from traces.importing import register_import_hook
+
+        from .importing import MastDataJudgeHook
+
+        register_import_hook(MastDataJudgeHook())
