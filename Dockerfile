@@ -1,0 +1,12 @@
+# One image for both the web (gunicorn) and the worker (celery) services.
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 MAST_VAR_DIR=/var/lib/mast
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+COPY . .
+RUN mkdir -p /var/lib/mast && SECRET_KEY=build-only python manage.py collectstatic --noinput >/dev/null
+RUN useradd --system --home /app mast && chown -R mast /var/lib/mast
+USER mast
+EXPOSE 8000
+CMD ["gunicorn", "mast_site.wsgi", "-b", "0.0.0.0:8000", "-w", "4", "--threads", "4", "--timeout", "120"]
