@@ -144,8 +144,8 @@ def round_require_report_access(*, user, round: Round) -> RoundAccess:
 def sample_ids(candidates: Sequence[tuple[int, str]], *, method: str, n: int, seed: int) -> list[int]:
     """Pick ``n`` trace ids from ``(id, stratum)`` candidates; same inputs, same answer.
 
-    ``random``: a uniform sample without replacement. ``stratified``: every stratum gets one
-    trace first, the rest is shared in proportion to stratum size (largest remainder), each
+    ``random``: a uniform sample without replacement. ``stratified``: every stratum gets its
+    share in proportion to its size (largest remainder), at least one trace, each
     stratum sampled uniformly; the result is shuffled so strata are interleaved for labelling.
     """
     if n < 1:
@@ -170,21 +170,15 @@ def sample_ids(candidates: Sequence[tuple[int, str]], *, method: str, n: int, se
             f"A stratified sample needs at least one trace per stratum: {len(keys)} strata, but the sample size is {n}."
         )
     sizes = np.array([len(strata[k]) for k in keys], dtype=float)
-    alloc = np.ones(len(keys), dtype=np.int64)
-    rest = n - len(keys)
-    if rest:
-        room = sizes - 1
-        share = room / room.sum() * rest if room.sum() else np.zeros_like(room)
-        extra = np.minimum(np.floor(share).astype(np.int64), room.astype(np.int64))
-        left = rest - int(extra.sum())
-        # Largest remainder first (ties by stratum order), never beyond a stratum's size.
-        for j in sorted(range(len(keys)), key=lambda j: (-(share[j] - np.floor(share[j])), j)):
-            if left == 0:
-                break
-            if extra[j] < room[j]:
-                extra[j] += 1
-                left -= 1
-        alloc += extra
+    quota = n * sizes / sizes.sum()
+    alloc = np.minimum(np.maximum(1, np.floor(quota)), sizes).astype(np.int64)
+    # Hamilton's method with a floor of one per stratum: fix the total, ties by stratum order.
+    while alloc.sum() > n:
+        j = max((j for j in range(len(keys)) if alloc[j] > 1), key=lambda j: (alloc[j] - quota[j], -j))
+        alloc[j] -= 1
+    while alloc.sum() < n:
+        j = max((j for j in range(len(keys)) if alloc[j] < sizes[j]), key=lambda j: (quota[j] - alloc[j], -j))
+        alloc[j] += 1
     chosen: list[int] = []
     for k, take in zip(keys, alloc, strict=True):
         chosen.extend(int(i) for i in rng.choice(np.array(strata[k], dtype=np.int64), size=int(take), replace=False))

@@ -50,12 +50,12 @@ from ..models import (
 )
 from ..selectors.rounds import (
     HUMANS,
+    rater_set_key,
     round_label_matrix,
     round_labels_fingerprint_parts,
     round_progress,
     round_sample_preview,
     round_units,
-    rater_set_key,
 )
 from .labels import rater_for_user
 
