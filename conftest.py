@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parent
 SHARED = REPO.parent / "shared"
 ARTIFACTS = REPO / "test-artifacts"
