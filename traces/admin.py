@@ -1,0 +1,53 @@
+from django.contrib import admin
+
+from .models import ImportJob, Membership, Project, Step, Trace
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "taxonomy_version", "reveal_suggestions", "created_at"]
+    search_fields = ["name", "slug"]
+    prepopulated_fields = {"slug": ["name"]}
+    inlines = [MembershipInline]
+
+
+@admin.register(Trace)
+class TraceAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "mas_name", "llm_name", "benchmark", "external_id", "n_steps", "size_bytes"]
+    list_filter = ["project", "mas_name", "outcome"]
+    search_fields = ["external_id", "title"]
+    list_select_related = ["project"]
+    # raw text can be megabytes: never render it as an editable field
+    exclude = ["raw_text"]
+    readonly_fields = [
+        "content_hash",
+        "size_bytes",
+        "n_steps",
+        "n_agents",
+        "n_agent_switches",
+        "n_chars",
+        "n_lines",
+        "n_repeated_steps",
+        "agents",
+        "import_job",
+        "format",
+    ]
+
+
+@admin.register(Step)
+class StepAdmin(admin.ModelAdmin):
+    list_display = ["trace", "index", "agent", "kind", "line_start", "line_end"]
+    list_filter = ["kind"]
+    raw_id_fields = ["trace"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "status", "n_imported", "n_duplicates", "created_by", "created_at"]
+    list_filter = ["status"]
