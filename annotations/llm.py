@@ -1,0 +1,227 @@
+"""The provider client: OpenAI-compatible chat completions through the `openai` library.
+
+Works with OpenAI, vLLM, Ollama, LiteLLM and any server speaking /v1/chat/completions.
+The library's own retries are off (max_retries=0): our policy lives here and is explicit.
+
+- Transient faults (timeouts, dropped connections, 408/409/429, 5xx, a malformed response body)
+  raise ``TransientError``; ``with_retries`` retries them with exponential backoff and full
+  jitter, bounded, waiting at least what a 429's Retry-After (or retry-after-ms) asks.
+- Permanent faults (400, 401, 403, 404 model not found, 422, a missing key) raise
+  ``PermanentError``: retrying cannot help, the run stops with the message.
+- A 400 that mentions response_format raises ``JsonModeUnsupported`` so the caller can retry
+  once without JSON mode and remember that for the run.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+import openai
+
+T = TypeVar("T")
+
+
+class LLMError(Exception):
+    pass
+
+
+class TransientError(LLMError):
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+class PermanentError(LLMError):
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class JsonModeUnsupported(PermanentError):
+    pass
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tokens_in: int
+    tokens_out: int
+    latency_ms: int
+
+
+_clients: dict[tuple[str, str, float], openai.OpenAI] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+    # One client (one connection pool) per server and key, shared by the worker's threads:
+    # building a client costs milliseconds of CPU (TLS context), which adds up over 1,000 calls.
+    key = (base_url, api_key, float(timeout))
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = openai.OpenAI(
+                base_url=base_url or None,
+                api_key=api_key,
+                timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                max_retries=0,
+                http_client=httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32)),
+            )
+            _clients[key] = client
+        return client
+
+
+def api_key_from_env(name: str) -> str:
+    """The key from the environment variable `name`; local servers without auth need none."""
+    if not name:
+        return "no-key"  # the library insists on some key; servers without auth ignore it
+    value = os.environ.get(name, "")
+    if not value:
+        raise PermanentError(f"The environment variable {name} (named as the API key) is not set on the worker.")
+    return value
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def _status_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    detail = ""
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        detail = err.get("message", "") if isinstance(err, Mapping) else str(err)
+    return detail or exc.message or ""
+
+
+def classify(exc: BaseException) -> LLMError:
+    """Map an exception of the openai library to TransientError / PermanentError."""
+    if isinstance(exc, LLMError):
+        return exc
+    if isinstance(exc, openai.APITimeoutError):
+        return TransientError("the request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return TransientError(f"connection error: {exc.__cause__ or exc}")
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        detail = _status_message(exc)
+        if status in (408, 409, 429) or status >= 500:
+            return TransientError(
+                f"HTTP {status}: {detail}"[:500], retry_after=retry_after_seconds(exc.response.headers), status=status
+            )
+        if status == 400 and "response_format" in detail.lower():
+            return JsonModeUnsupported(f"HTTP 400: {detail}"[:500], status=status)
+        what = {
+            400: "the server refused the request (bad request)",
+            401: "the API key was refused (unauthorized)",
+            403: "the API key may not use this model (forbidden)",
+            404: "the model or endpoint does not exist (not found)",
+            422: "the server could not process the request",
+        }.get(status, "the server refused the request")
+        return PermanentError(f"HTTP {status}: {what}: {detail}"[:500], status=status)
+    if isinstance(exc, openai.APIResponseValidationError | ValueError):
+        return TransientError(f"malformed response: {exc}"[:300])
+    if isinstance(exc, httpx.HTTPError):
+        return TransientError(f"connection error: {exc}")
+    return PermanentError(f"{type(exc).__name__}: {exc}"[:500])
+
+
+def chat_complete(
+    *,
+    base_url: str,
+    api_key: str,
+    model: str,
+    messages: Sequence[Mapping[str, str]],
+    temperature: float,
+    max_tokens: int,
+    timeout: float,
+    json_mode: bool,
+) -> Completion:
+    """One HTTP request; raises TransientError / PermanentError / JsonModeUnsupported."""
+    client = _client(base_url, api_key, timeout)
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "messages": list(messages),
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+    }
+    if json_mode:
+        kwargs["response_format"] = {"type": "json_object"}
+    started = time.monotonic()
+    try:
+        resp = client.chat.completions.create(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - every failure is classified, none swallowed
+        raise classify(exc) from exc
+    latency = int((time.monotonic() - started) * 1000)
+    if not getattr(resp, "choices", None):
+        raise TransientError("malformed response: no choices")
+    text = resp.choices[0].message.content or ""
+    usage = resp.usage
+    return Completion(
+        text=text,
+        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+        latency_ms=latency,
+    )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 5
+    base: float = 0.5
+    cap: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
+        """Full jitter on an exponential ceiling; never less than what Retry-After asks."""
+        ceiling = min(self.cap, self.base * (2 ** (attempt - 1)))
+        jittered = (rng or random).uniform(ceiling / 2, ceiling)
+        return max(jittered, retry_after or 0.0)
+
+
+def with_retries(
+    call: Callable[[], T],
+    *,
+    policy: RetryPolicy,
+    before_attempt: Callable[[int], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run `call`, retrying TransientError up to policy.max_attempts; others pass through."""
+    attempt = 0
+    while True:
+        attempt += 1
+        if before_attempt:
+            before_attempt(attempt)
+        try:
+            return call()
+        except TransientError as exc:
+            if attempt >= policy.max_attempts:
+                raise TransientError(
+                    f"gave up after {attempt} attempts: {exc}", retry_after=exc.retry_after, status=exc.status
+                ) from exc
+            sleep(policy.delay(attempt, exc.retry_after))

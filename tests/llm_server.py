@@ -1,0 +1,197 @@
+"""A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions protocol, scripted per test.
+
+    server = LLMServer().start()
+    server.push(Reply(good_answer(codes)), Status(429, headers={"Retry-After": "1"}), Drop())
+    ... point a judge run at server.url ...
+    server.requests  # every request body received, in order
+
+Scripted actions are consumed in order, one per request; when the script is empty the
+``default`` callable (request body -> action) answers: by default a valid judge answer for the
+codes the prompt asks for. Used by the tests (tests/annotations/conftest.py) and the bench.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CODES_RE = re.compile(r"one entry for each of these codes: ([0-9., ]+)")
+
+
+@dataclass
+class Reply:
+    content: str
+    delay: float = 0.0
+    prompt_tokens: int = 1000
+    completion_tokens: int = 200
+
+
+@dataclass
+class Status:
+    code: int
+    body: dict | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass
+class Drop:
+    """Close the connection without answering (after reading the request)."""
+
+    delay: float = 0.0
+
+
+Action = Reply | Status | Drop
+
+
+def codes_of(body: dict) -> list[str]:
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+    found = CODES_RE.findall(text)
+    if not found:
+        return []
+    return [c.strip().rstrip(".") for c in found[-1].split(",") if c.strip()]
+
+
+def good_answer(codes: Iterable[str], present: Iterable[str] = (), evidence: int = 0) -> str:
+    present = set(present)
+    return json.dumps(
+        {
+            "task_success": "no" if present else "yes",
+            "modes": [
+                {
+                    "code": c,
+                    "present": c in present,
+                    "evidence_steps": [evidence] if c in present else [],
+                    "rationale": f"Mode {c} {'shows' if c in present else 'does not show'} in the trace.",
+                }
+                for c in codes
+            ],
+        }
+    )
+
+
+def default_answer(body: dict) -> Action:
+    codes = codes_of(body)
+    return Reply(good_answer(codes, present=codes[:1]))
+
+
+class LLMServer:
+    def __init__(self, default: Callable[[dict], Action] = default_answer):
+        self.default = default
+        self.script: deque[Action] = deque()
+        self.requests: list[dict] = []
+        self.times: list[float] = []
+        self.lock = threading.Lock()
+        self.httpd: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+
+    # -- control
+    def push(self, *actions: Action) -> LLMServer:
+        with self.lock:
+            self.script.extend(actions)
+        return self
+
+    def next_action(self, body: dict) -> Action:
+        with self.lock:
+            self.requests.append(body)
+            self.times.append(time.monotonic())
+            if self.script:
+                return self.script.popleft()
+        return self.default(body)
+
+    @property
+    def n_requests(self) -> int:
+        with self.lock:
+            return len(self.requests)
+
+    @property
+    def url(self) -> str:
+        assert self.httpd is not None
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def start(self) -> LLMServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {"_raw": raw.decode("utf-8", "replace")}
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                action = server.next_action(body)
+                if action.delay:
+                    time.sleep(action.delay)
+                if isinstance(action, Drop):
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(2)
+                    except OSError:
+                        pass
+                    return
+                if isinstance(action, Status):
+                    payload = action.body if action.body is not None else {"error": {"message": f"HTTP {action.code}"}}
+                    self._send(action.code, payload, action.headers)
+                    return
+                self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "test-model"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": action.content},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": action.prompt_tokens,
+                            "completion_tokens": action.completion_tokens,
+                            "total_tokens": action.prompt_tokens + action.completion_tokens,
+                        },
+                    },
+                )
+
+            def _send(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to tell it
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.request_queue_size = 128
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()
