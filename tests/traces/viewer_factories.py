@@ -1,0 +1,102 @@
+"""Traces for the viewer and trace-list tests, built with the real parsers (no importer needed).
+
+`trace_from_text` parses text with traces.parsers.parse_trace and stores the Trace and its Steps
+with the statistics the importer computes; `chatdev_log` generates a realistic ChatDev log of
+any size (a 20,000-line, ~1 MB trace for the "huge trace" tests and bench).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+from traces.models import Project, Step, Trace
+from traces.parsers import parse_trace
+
+AGENTS = ["Chief Executive Officer", "Chief Product Officer", "Chief Technology Officer", "Programmer", "Code Reviewer"]
+
+
+def trace_from_text(project: Project, text: str, *, format: str = "auto", filename: str = "", **fields) -> Trace:
+    parsed = parse_trace(text, format=format, filename=filename)
+    steps = parsed.steps
+    agents = [s.agent for s in steps if s.agent]
+    switches = sum(1 for a, b in itertools.pairwise(agents) if a != b)
+    seen: set[str] = set()
+    repeated = 0
+    for s in steps:
+        key = " ".join(s.content.split()[1:])[:2000]
+        repeated += key in seen
+        seen.add(key)
+    raw = parsed.raw_text
+    values = {
+        "mas_name": parsed.mas_name,
+        "llm_name": parsed.llm_name,
+        "benchmark": parsed.benchmark,
+        "task": parsed.task,
+        "external_id": parsed.external_id,
+        "title": filename,
+        "outcome": parsed.outcome,
+        "metadata": parsed.metadata,
+    }
+    values.update(fields)
+    trace = Trace.objects.create(
+        project=project,
+        format=parsed.format,
+        raw_text=raw,
+        size_bytes=len(raw.encode("utf-8")),
+        content_hash=hashlib.sha256((str(fields) + raw).encode("utf-8")).hexdigest(),
+        n_steps=len(steps),
+        n_agents=len(set(agents)),
+        n_agent_switches=switches,
+        n_chars=len(raw),
+        n_lines=raw.count("\n") + 1,
+        n_repeated_steps=repeated,
+        agents=sorted(set(agents)),
+        **values,
+    )
+    Step.objects.bulk_create(
+        [
+            Step(
+                trace=trace,
+                index=s.index,
+                agent=s.agent,
+                kind=s.kind,
+                content=s.content,
+                line_start=s.line_start,
+                line_end=s.line_end,
+            )
+            for s in steps
+        ],
+        batch_size=2000,
+    )
+    return trace
+
+
+def chatdev_log(*, lines: int = 200, long_step_every: int = 0, marker: str = "") -> str:
+    """A ChatDev-style log of about `lines` lines; every `long_step_every`-th message is 60+ lines.
+
+    Each message step carries its number ("turn N") so tests can search for a given step.
+    """
+    out = [
+        "[2026-30-11 09:00:00 INFO] **[Preprocessing]**",
+        "",
+        "**ChatDev Starts** (20261130090000)",
+        "",
+        "**task_prompt**: Build a command-line tool that renames photos by their EXIF date.",
+        "",
+    ]
+    n = 0
+    while len(out) < lines:
+        agent = AGENTS[n % len(AGENTS)]
+        other = AGENTS[(n + 1) % len(AGENTS)]
+        stamp = f"2026-30-11 09:{(n // 60) % 60:02d}:{n % 60:02d}"
+        out.append(f"[{stamp} INFO] {agent}: **{agent}<->{other} on : Coding, turn {n}**")
+        out.append("")
+        body = 60 if long_step_every and n % long_step_every == long_step_every - 1 else 4 + n % 7
+        for k in range(body):
+            note = marker if k == 0 and marker else "exif date ok"
+            out.append(f"    {k:>2} turn {n}: rename_photos.py --dry-run; {note}")
+        out.append("")
+        out.append("[2026-30-11 09:00:00 INFO] flask app.py did not start for online log")
+        n += 1
+    return "\n".join(out) + "\n"
