@@ -1,3 +1,13 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import import_views
+
+urlpatterns = [
+    path("p/<slug:slug>/import/", import_views.import_page, name="import_page"),
+    path("p/<slug:slug>/import/<int:pk>/", import_views.import_job_detail, name="import_job_detail"),
+    path(
+        "p/<slug:slug>/import/<int:pk>/progress/",
+        import_views.import_job_progress_partial,
+        name="import_job_progress",
+    ),
+]

@@ -205,9 +205,7 @@ def _zip_entries(zf: zipfile.ZipFile, label: str) -> list[_Entry]:
             raise TraceImportError(f"{where}: {info.file_size:,} bytes uncompressed; the limit is {max_file:,} bytes")
         total += info.file_size
         if total > max_total:
-            raise TraceImportError(
-                f"{where}: the zip expands to more than {max_total:,} bytes (zip bomb?); refused"
-            )
+            raise TraceImportError(f"{where}: the zip expands to more than {max_total:,} bytes (zip bomb?); refused")
         ratio = info.file_size / max(info.compress_size, 1)
         if info.file_size >= _ZIP_RATIO_FLOOR and ratio > max_ratio:
             raise TraceImportError(
@@ -338,9 +336,7 @@ _CHATDEV_ARTIFACTS = (".prompt", ".py", ".md", ".png", ".jpg", ".jpeg", ".gif", 
 def _chatdev_companion(basename: str) -> bool:
     """Files a ChatDev WareHouse folder holds beside its .log that are not traces."""
     return (
-        basename in _CHATDEV_CONFIGS
-        or basename.lower().endswith(_CHATDEV_ARTIFACTS)
-        or basename == "requirements.txt"
+        basename in _CHATDEV_CONFIGS or basename.lower().endswith(_CHATDEV_ARTIFACTS) or basename == "requirements.txt"
     )
 
 

@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import import_views
+
+urlpatterns = [
+    path("projects/<slug:slug>/imports/", import_views.ImportJobListApi.as_view(), name="api-import-list"),
+    path("projects/<slug:slug>/imports/<int:pk>/", import_views.ImportJobDetailApi.as_view(), name="api-import-detail"),
+]

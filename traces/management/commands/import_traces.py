@@ -31,9 +31,7 @@ class Command(BaseCommand):
         bar = None if opts["no_progress"] else _Bar(sys.stderr)
         started = time.monotonic()
         try:
-            result = traces_import(
-                project=project, paths_or_files=opts["paths"], format=opts["format"], progress=bar
-            )
+            result = traces_import(project=project, paths_or_files=opts["paths"], format=opts["format"], progress=bar)
         except TraceImportError as e:
             if bar:
                 bar.end()
