@@ -486,3 +486,31 @@ def annotation_submit(*, annotation: Annotation, by, base_revision: int) -> Anno
             after=after,
         )
     return current
+
+
+def annotation_upsert(
+    *,
+    trace: Trace,
+    user,
+    taxonomy_version: TaxonomyVersion,
+    round: Round | None = None,
+    base_revision: int,
+    labels: list[dict[str, Any]],
+    task_success: str = Annotation.TaskSuccess.UNKNOWN,
+    notes: str = "",
+    open_codes: list[str] | None = None,
+) -> Annotation:
+    """Save MY annotation of the trace, creating it on the first save; a refusal stores nothing at all."""
+    with transaction.atomic():
+        annotation = annotation_get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round)
+        annotation.trace = trace
+        annotation.taxonomy_version = taxonomy_version
+        return annotation_save(
+            annotation=annotation,
+            by=user,
+            base_revision=base_revision,
+            labels=labels,
+            task_success=task_success,
+            notes=notes,
+            open_codes=open_codes,
+        )

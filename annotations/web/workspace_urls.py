@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+"""HTML routes of the annotation workspace (namespace "annotations")."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import workspace as views
+
+urlpatterns = [
+    path("queue/", views.queue, name="queue"),
+    path("queue/next/", views.queue_next_page, name="queue_next"),
+    path("p/<slug:slug>/queue/", views.project_queue, name="project_queue"),
+    path("p/<slug:slug>/traces/<int:pk>/label/", views.workspace, name="workspace"),
+]
