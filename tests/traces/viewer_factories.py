@@ -100,3 +100,39 @@ def chatdev_log(*, lines: int = 200, long_step_every: int = 0, marker: str = "")
         out.append("[2026-30-11 09:00:00 INFO] flask app.py did not start for online log")
         n += 1
     return "\n".join(out) + "\n"
+
+
+_seq = itertools.count(1)
+
+
+def bare_trace(project: Project, **fields) -> Trace:
+    """A Trace row with stats but no steps: enough for the trace list."""
+    n = next(_seq)
+    raw = fields.pop("raw_text", f"trace {n}\n")
+    values = {
+        "mas_name": "ChatDev",
+        "llm_name": "gpt-4o",
+        "benchmark": "ProgramDev",
+        "external_id": f"ext-{n}",
+        "title": f"Trace {n}",
+        "task": f"Task number {n}",
+        "format": "chatdev",
+        "size_bytes": len(raw),
+        "n_steps": 10,
+        "n_agents": 3,
+        "n_lines": raw.count("\n") + 1,
+    }
+    values.update(fields)
+    return Trace.objects.create(
+        project=project, raw_text=raw, content_hash=hashlib.sha256(f"{n}-{raw}".encode()).hexdigest(), **values
+    )
+
+
+def submitted_annotation(trace: Trace, *, state: str = "submitted", rater_name: str = "MAST-Data judge"):
+    """An annotation on the trace (the 'labelled' filter looks for submitted ones)."""
+    from annotations.models import Annotation, Rater
+
+    rater, _ = Rater.objects.get_or_create(name=rater_name, defaults={"kind": "imported"})
+    return Annotation.objects.create(
+        trace=trace, rater=rater, taxonomy_version=trace.project.taxonomy_version, state=state
+    )
