@@ -393,9 +393,16 @@ def _read_bytes(opener: Callable[[], IO[bytes]], name: str, size: int) -> bytes:
     return data
 
 
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x1b") + b"\x7f"
+
+
 def _looks_binary(head: bytes) -> bool:
+    """Many NULs or control bytes in the first 8 KB: an image, archive or UTF-16 file, not a trace."""
     sample = head[:8192]
-    return bool(sample) and sample.count(b"\x00") > len(sample) // 100
+    if not sample:
+        return False
+    control = len(sample) - len(sample.translate(None, _CONTROL))
+    return sample.count(b"\x00") > len(sample) // 100 or control > len(sample) // 20
 
 
 def _decode(data: bytes, name: str) -> str:
