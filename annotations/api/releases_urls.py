@@ -1,3 +1,13 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import releases
+
+urlpatterns = [
+    path("projects/<slug:slug>/releases/", releases.ReleaseListApi.as_view(), name="api-release-list"),
+    path("projects/<slug:slug>/releases/<int:number>/", releases.ReleaseDetailApi.as_view(), name="api-release-detail"),
+    path(
+        "projects/<slug:slug>/releases/<int:number>/download/",
+        releases.ReleaseDownloadApi.as_view(),
+        name="api-release-download",
+    ),
+]

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 
 from taxonomy.models import FailureMode, ModeMapping, TaxonomyVersion
 from traces.models import Project, Trace
 
-from ..models import Adjudication, AgreementReport, ModeLabel, Rater, Release, Round
+from ..models import Adjudication, AgreementReport, ModeLabel, Rater, Release, ReleasePolicy, Round
 
 CHUNK = 2000
 DECISION_VALUE = {"present": 1, "absent": 0}
@@ -455,25 +455,25 @@ def release_get(*, project: Project, number: int) -> Release | None:
     )
 
 
+def release_members_may_download(*, project: Project) -> bool:
+    """The project's release policy: may annotators and viewers download published releases?"""
+    if not hasattr(project, "_release_policy_cache"):
+        project._release_policy_cache = bool(
+            ReleasePolicy.objects.filter(project=project).values_list("members_may_download", flat=True).first()
+        )
+    return project._release_policy_cache
+
+
 def release_may_download(*, project: Project, role: str | None) -> bool:
     """Managers always; annotators and viewers only where the project's release policy allows it."""
     if role == "manager":
         return True
-    if role is None:
-        return False
-    policy = getattr(project, "_release_policy_cache", None)
-    if policy is None:
-        from ..models import ReleasePolicy
-
-        policy = ReleasePolicy.objects.filter(project=project).values_list("members_may_download", flat=True).first()
-        project._release_policy_cache = bool(policy)
-        policy = bool(policy)
-    return bool(policy)
+    return role is not None and release_members_may_download(project=project)
 
 
 def release_filter_choices(*, project: Project) -> dict[str, list[str]]:
     qs = Trace.objects.filter(project=project)
     return {
-        key: [v for (v,) in qs.values_list(key).annotate(n=Count("id")).order_by(key) if v is not None]
+        key: list(qs.order_by(key).values_list(key, flat=True).distinct())
         for key in ("mas_name", "llm_name", "benchmark")
     }

@@ -1,0 +1,234 @@
+"""Failure analytics over a trace x mode label matrix (pure: numpy, scipy, statsmodels; no Django).
+
+The matrix ``X`` has one row per trace and one column per failure mode, with 1.0 (present),
+0.0 (absent) or NaN (unknown / not labelled). What "share" means, as in the MAST paper:
+
+* share of failures: a mode's present labels over all present labels (the paper's FM-1.3 at 17.14%);
+* share of traces: a mode's present labels over the traces where that mode is known.
+
+Undefined values are NaN, never 0: a correlation with a constant column, a rate with no traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import fisher_exact
+from statsmodels.stats.multitest import multipletests
+
+CORRECTIONS = {"holm": "holm", "bh": "fdr_bh"}
+
+
+def _nan_div(a, b):
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)
+
+
+@dataclass(frozen=True)
+class ModeShare:
+    code: str
+    present: int
+    known: int
+    share_of_failures: float
+    share_of_traces: float
+
+
+def mode_distribution(X: np.ndarray, codes: list[str]) -> list[ModeShare]:
+    present = np.nansum(X == 1, axis=0).astype(int) if X.size else np.zeros(len(codes), int)
+    known = np.sum(~np.isnan(X), axis=0).astype(int) if X.size else np.zeros(len(codes), int)
+    total = int(present.sum())
+    of_failures = _nan_div(present, total)
+    of_traces = _nan_div(present, known)
+    return [
+        ModeShare(c, int(present[i]), int(known[i]), float(of_failures[i]), float(of_traces[i]))
+        for i, c in enumerate(codes)
+    ]
+
+
+def category_matrix(X: np.ndarray, column_categories: list[str], categories: list[str]) -> np.ndarray:
+    """Trace x category: 1 when any mode of the category is present, 0 when all its modes are
+    known absent, NaN otherwise."""
+    out = np.full((X.shape[0], len(categories)), np.nan)
+    cols = np.asarray(column_categories)
+    for j, cat in enumerate(categories):
+        sub = X[:, cols == cat]
+        if sub.shape[1] == 0:
+            continue
+        any_present = np.any(sub == 1, axis=1)
+        all_known = ~np.any(np.isnan(sub), axis=1)
+        out[:, j] = np.where(any_present, 1.0, np.where(all_known, 0.0, np.nan))
+    return out
+
+
+def category_distribution(X: np.ndarray, column_categories: list[str], categories: list[str]) -> list[dict]:
+    """Per category: its failures (present labels), share of all failures, share of traces showing it."""
+    cols = np.asarray(column_categories)
+    present = np.array([int(np.nansum(X[:, cols == c] == 1)) for c in categories])
+    total = int(present.sum())
+    C = category_matrix(X, column_categories, categories)
+    showing = np.nansum(C == 1, axis=0)
+    known_or_present = np.sum(~np.isnan(C), axis=0)
+    return [
+        {
+            "category": cat,
+            "failures": int(present[j]),
+            "share_of_failures": float(_nan_div(present[j], total)),
+            "traces_showing": int(showing[j]),
+            "share_of_traces": float(_nan_div(showing[j], known_or_present[j])),
+        }
+        for j, cat in enumerate(categories)
+    ]
+
+
+def per_group(X: np.ndarray, groups: np.ndarray, column_categories: list[str], categories: list[str]) -> list[dict]:
+    """Per group (framework): traces, failures, failures per trace, failure rate (traces with at
+    least one failure), and failures per category (the paper's failures-per-system figure)."""
+    groups = np.asarray(groups, dtype=object)
+    cols = np.asarray(column_categories)
+    out = []
+    for g in sorted(set(groups.tolist()), key=lambda v: (v == "", str(v))):
+        rows = X[groups == g]
+        n = rows.shape[0]
+        present = rows == 1
+        failures = int(present.sum())
+        any_failure = np.any(present, axis=1)
+        out.append(
+            {
+                "group": g,
+                "traces": n,
+                "failures": failures,
+                "failures_per_trace": float(_nan_div(failures, n)),
+                "failure_rate": float(_nan_div(int(any_failure.sum()), n)),
+                "by_category": {c: int(present[:, cols == c].sum()) for c in categories},
+            }
+        )
+    return out
+
+
+def phi_matrix(X: np.ndarray) -> np.ndarray:
+    """Pairwise phi (Pearson on 0/1) over rows where both columns are known; NaN when undefined."""
+    k = X.shape[1]
+    out = np.full((k, k), np.nan)
+    known = ~np.isnan(X)
+    V = np.nan_to_num(X, nan=0.0)
+    Kf = known.astype(float)
+    # Sums over pairwise-complete rows, all pairs at once.
+    n = Kf.T @ Kf
+    sx = (V * 1.0).T @ Kf  # sum of column i over rows where j known
+    sxx = sx  # binary: x^2 == x
+    sxy = V.T @ V
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_i = sx / n
+        mean_j = sx.T / n
+        cov = sxy / n - mean_i * mean_j
+        var_i = sxx / n - mean_i**2
+        var_j = sxx.T / n - mean_j**2
+        r = cov / np.sqrt(var_i * var_j)
+    valid = (n > 1) & (var_i > 1e-12) & (var_j > 1e-12)
+    out[valid] = np.clip(r[valid], -1.0, 1.0)
+    return out
+
+
+def off_diagonal_range(M: np.ndarray) -> tuple[float, float]:
+    """Smallest and largest finite off-diagonal value (NaN, NaN when there is none)."""
+    if M.size == 0:
+        return float("nan"), float("nan")
+    mask = ~np.eye(M.shape[0], dtype=bool) & np.isfinite(M)
+    vals = M[mask]
+    return (float(vals.min()), float(vals.max())) if vals.size else (float("nan"), float("nan"))
+
+
+@dataclass(frozen=True)
+class CohortRow:
+    code: str
+    a_present: int
+    a_known: int
+    b_present: int
+    b_known: int
+    a_rate: float
+    b_rate: float
+    p_value: float
+    p_corrected: float
+    significant: bool
+
+
+def cohort_compare(
+    A: np.ndarray, B: np.ndarray, codes: list[str], *, correction: str = "holm", alpha: float = 0.05
+) -> list[CohortRow]:
+    """Per mode: rates in two slices, two-sided Fisher's exact p, and p corrected across modes
+    (Holm by default, or Benjamini-Hochberg "bh"). Modes with no labels in a slice get p = NaN and
+    are left out of the correction."""
+    method = CORRECTIONS.get(correction)
+    if method is None:
+        raise ValueError(f"unknown correction {correction!r}: use one of {', '.join(CORRECTIONS)}")
+    ap = np.nansum(A == 1, axis=0).astype(int) if A.size else np.zeros(len(codes), int)
+    ak = np.sum(~np.isnan(A), axis=0).astype(int) if A.size else np.zeros(len(codes), int)
+    bp = np.nansum(B == 1, axis=0).astype(int) if B.size else np.zeros(len(codes), int)
+    bk = np.sum(~np.isnan(B), axis=0).astype(int) if B.size else np.zeros(len(codes), int)
+    p = np.full(len(codes), np.nan)
+    for i in range(len(codes)):
+        if ak[i] and bk[i]:
+            table = [[ap[i], ak[i] - ap[i]], [bp[i], bk[i] - bp[i]]]
+            p[i] = fisher_exact(table, alternative="two-sided").pvalue
+    pc = np.full(len(codes), np.nan)
+    tested = ~np.isnan(p)
+    if tested.any():
+        pc[tested] = multipletests(p[tested], alpha=alpha, method=method)[1]
+    ar, br = _nan_div(ap, ak), _nan_div(bp, bk)
+    return [
+        CohortRow(
+            codes[i],
+            int(ap[i]),
+            int(ak[i]),
+            int(bp[i]),
+            int(bk[i]),
+            float(ar[i]),
+            float(br[i]),
+            float(p[i]),
+            float(pc[i]),
+            bool(tested[i] and pc[i] < alpha),
+        )
+        for i in range(len(codes))
+    ]
+
+
+def significance_marker(p: float) -> str:
+    if p != p:  # NaN
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def efficiency(
+    groups: np.ndarray,
+    steps: np.ndarray,
+    switches: np.ndarray,
+    repeated: np.ndarray,
+    failed: np.ndarray,
+    success: np.ndarray,
+) -> list[dict]:
+    """Per group: mean steps, agent switches and repeated steps per trace beside correctness
+    (failure rate from the labels; task success rate where the outcome is known)."""
+    groups = np.asarray(groups, dtype=object)
+    out = []
+    for g in sorted(set(groups.tolist()), key=lambda v: (v == "", str(v))):
+        m = groups == g
+        n = int(m.sum())
+        s = success[m]
+        known = ~np.isnan(s)
+        out.append(
+            {
+                "group": g,
+                "traces": n,
+                "mean_steps": float(np.mean(steps[m])) if n else float("nan"),
+                "median_steps": float(np.median(steps[m])) if n else float("nan"),
+                "mean_switches": float(np.mean(switches[m])) if n else float("nan"),
+                "mean_repeated": float(np.mean(repeated[m])) if n else float("nan"),
+                "failure_rate": float(np.mean(failed[m])) if n else float("nan"),
+                "success_rate": float(np.mean(s[known])) if known.any() else float("nan"),
+                "outcomes_known": int(known.sum()),
+            }
+        )
+    return out

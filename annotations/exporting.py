@@ -1,0 +1,332 @@
+"""Writers for dataset releases: JSONL (MAST-Data record shape), CSV, Parquet, a dataset card, a zip.
+
+Pure: no Django. Each writer takes records one at a time and keeps at most one batch in memory,
+so a release of any size is written in bounded memory. Every finished file reports its size and
+sha256.
+
+A record is the MAST-Data shape plus our own block::
+
+    {"mas_name", "llm_name", "benchmark_name", "trace_id",
+     "trace": {"key", "index", "trajectory"},
+     "mast_annotation": {"1.1": 0 | 1 | None, ...},
+     "mast_studio": {...}}          # final basis, raters, judges, evidence, rationales
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import zipfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MAST_FIELDS = ["mas_name", "llm_name", "benchmark_name", "trace_id"]
+CSV_FIXED = ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source"]
+FORMATS = ("jsonl", "csv", "parquet")
+FILE_NAMES = {"jsonl": "data.jsonl", "csv": "data.csv", "parquet": "data.parquet"}
+_PARQUET_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    name: str
+    kind: str
+    path: Path
+    size_bytes: int
+    sha256: str
+    rows: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "size_bytes": self.size_bytes,
+            "sha256": self.sha256,
+            "rows": self.rows,
+        }
+
+
+def sha256_file(path: Path, *, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+class _HashingFile:
+    """A binary file that hashes what is written to it."""
+
+    def __init__(self, path: Path) -> None:
+        self.fh = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.hash.update(data)
+        self.size += len(data)
+        self.fh.write(data)
+
+    def close(self) -> tuple[int, str]:
+        self.fh.close()
+        return self.size, self.hash.hexdigest()
+
+
+class JsonlWriter:
+    kind = "jsonl"
+
+    def __init__(self, path: Path, *, codes: list[str]) -> None:
+        self.path = Path(path)
+        self.out = _HashingFile(self.path)
+        self.rows = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        self.rows += 1
+
+    def close(self) -> WrittenFile:
+        size, digest = self.out.close()
+        return WrittenFile(self.path.name, self.kind, self.path, size, digest, self.rows)
+
+
+class _TextSink:
+    """A text stream for csv.writer that hashes and writes UTF-8 bytes."""
+
+    def __init__(self, out: _HashingFile) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        self.out.write(text.encode())
+        return len(text)
+
+
+class CsvWriter:
+    """One row per trace, one column per mode (1, 0 or empty when unknown)."""
+
+    kind = "csv"
+
+    def __init__(self, path: Path, *, codes: list[str]) -> None:
+        self.path = Path(path)
+        self.codes = list(codes)
+        self.out = _HashingFile(self.path)
+        self.writer = csv.writer(_TextSink(self.out), lineterminator="\n")
+        self.writer.writerow(CSV_FIXED + [f"FM-{c}" for c in self.codes])
+        self.rows = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        studio = record.get("mast_studio") or {}
+        labels = record["mast_annotation"]
+        row = [
+            record["trace_id"],
+            record["mas_name"],
+            record["llm_name"],
+            record["benchmark_name"],
+            studio.get("content_hash", ""),
+            studio.get("final_source", ""),
+        ]
+        row += ["" if labels.get(c) is None else labels[c] for c in self.codes]
+        self.writer.writerow(row)
+        self.rows += 1
+
+    def close(self) -> WrittenFile:
+        size, digest = self.out.close()
+        return WrittenFile(self.path.name, self.kind, self.path, size, digest, self.rows)
+
+
+def parquet_schema(codes: list[str]) -> pa.Schema:
+    """MAST-Data columns; labels as a struct of nullable int8 per mode code; our extras as JSON text."""
+    return pa.schema(
+        [
+            pa.field("mas_name", pa.string()),
+            pa.field("llm_name", pa.string()),
+            pa.field("benchmark_name", pa.string()),
+            pa.field("trace_id", pa.string()),
+            pa.field(
+                "trace",
+                pa.struct(
+                    [pa.field("key", pa.string()), pa.field("index", pa.string()), pa.field("trajectory", pa.string())]
+                ),
+            ),
+            pa.field("mast_annotation", pa.struct([pa.field(c, pa.int8()) for c in codes])),
+            pa.field("mast_studio", pa.string()),
+        ]
+    )
+
+
+class ParquetWriter:
+    kind = "parquet"
+
+    def __init__(self, path: Path, *, codes: list[str]) -> None:
+        self.path = Path(path)
+        self.codes = list(codes)
+        self.schema = parquet_schema(self.codes)
+        self.writer = pq.ParquetWriter(str(self.path), self.schema, compression="zstd")
+        self.batch: list[dict[str, Any]] = []
+        self.rows = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        trace = record["trace"]
+        self.batch.append(
+            {
+                "mas_name": record["mas_name"],
+                "llm_name": record["llm_name"],
+                "benchmark_name": record["benchmark_name"],
+                "trace_id": str(record["trace_id"]),
+                "trace": {
+                    "key": None if trace.get("key") is None else str(trace["key"]),
+                    "index": None if trace.get("index") is None else str(trace["index"]),
+                    "trajectory": trace.get("trajectory"),
+                },
+                "mast_annotation": {c: record["mast_annotation"].get(c) for c in self.codes},
+                "mast_studio": json.dumps(record.get("mast_studio") or {}, ensure_ascii=False, separators=(",", ":")),
+            }
+        )
+        self.rows += 1
+        if len(self.batch) >= _PARQUET_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.batch:
+            self.writer.write_table(pa.Table.from_pylist(self.batch, schema=self.schema))
+            self.batch = []
+
+    def close(self) -> WrittenFile:
+        self._flush()
+        self.writer.close()
+        return WrittenFile(
+            self.path.name, self.kind, self.path, self.path.stat().st_size, sha256_file(self.path), self.rows
+        )
+
+
+WRITERS = {"jsonl": JsonlWriter, "csv": CsvWriter, "parquet": ParquetWriter}
+
+
+def write_records(
+    records: Iterable[dict[str, Any]], *, directory: Path, formats: Iterable[str], codes: list[str]
+) -> list[WrittenFile]:
+    """Write every record to each format's file in one pass; returns the finished files."""
+    formats = list(formats)
+    unknown = [f for f in formats if f not in WRITERS]
+    if unknown:
+        raise ValueError(f"unknown export format(s): {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+    writers = [WRITERS[f](Path(directory) / FILE_NAMES[f], codes=codes) for f in formats]
+    for record in records:
+        for w in writers:
+            w.write(record)
+    return [w.close() for w in writers]
+
+
+def write_text(path: Path, text: str, *, kind: str) -> WrittenFile:
+    data = text.encode()
+    Path(path).write_bytes(data)
+    return WrittenFile(Path(path).name, kind, Path(path), len(data), hashlib.sha256(data).hexdigest())
+
+
+def write_zip(path: Path, files: Iterable[WrittenFile], *, folder: str = "") -> WrittenFile:
+    """A zip of the finished files (streamed from disk), under `folder/` if given."""
+    path = Path(path)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        for f in files:
+            zf.write(f.path, arcname=f"{folder}/{f.name}" if folder else f.name)
+    return WrittenFile(path.name, "zip", path, path.stat().st_size, sha256_file(path))
+
+
+def _md(text: Any) -> str:
+    """Plain text for a Markdown table cell or line: no pipes or newlines breaking the layout."""
+    return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ").strip()
+
+
+def render_card(manifest: dict[str, Any]) -> str:
+    """The dataset card (README.md), with Hugging Face front matter pointing at the data files."""
+    files = manifest.get("files", [])
+    data_files = [f["name"] for f in files if f["kind"] in ("parquet", "jsonl")]
+    main_file = next((n for n in data_files if n.endswith(".parquet")), data_files[0] if data_files else "data.jsonl")
+    tax = manifest.get("taxonomy", {})
+    counts = manifest.get("counts", {})
+    opts = manifest.get("options", {})
+    lines = [
+        "---",
+        "pretty_name: " + json.dumps(manifest.get("title") or manifest.get("name", "MAST Studio release")),
+        "task_categories:",
+        "- text-classification",
+        "tags:",
+        "- multi-agent-systems",
+        "- failure-analysis",
+        "- MAST",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        "  - split: train",
+        f"    path: {main_file}",
+        "---",
+        "",
+        f"# {_md(manifest.get('title') or manifest.get('name', 'MAST Studio release'))}",
+        "",
+        f"Release **v{manifest.get('version')}** of project `{_md(manifest.get('project', {}).get('slug', ''))}`, "
+        f"created {manifest.get('created_at', '')} by {_md(manifest.get('created_by') or 'unknown')} with MAST Studio.",
+        "",
+    ]
+    if manifest.get("notes"):
+        lines += [_md(manifest["notes"]), ""]
+    lines += [
+        "## Contents",
+        "",
+        f"- {counts.get('traces', 0)} traces labelled with {len(tax.get('modes', []))} failure modes of "
+        f"**{_md(tax.get('label', ''))}**.",
+        f"- Final labels: {counts.get('consensus_traces', 0)} traces from adjudicated consensus of closed rounds, "
+        f"{counts.get('majority_traces', 0)} from a majority vote of raters (flagged `final_source: majority_vote`).",
+        f"- {manifest.get('mapping', {}).get('mapped_labels', 0)} labels were mapped from other taxonomy versions.",
+        "- Trace text "
+        + ("included." if opts.get("trace_text") else "not included (references only: trace_id, content_hash)."),
+        "",
+        "## Files",
+        "",
+        "| file | bytes | sha256 |",
+        "|---|---:|---|",
+    ]
+    lines += [f"| {_md(f['name'])} | {f['size_bytes']} | `{f['sha256']}` |" for f in files]
+    lines += [
+        "",
+        "## Record format",
+        "",
+        "Each JSONL line (and Parquet row) has the MAST-Data fields `mas_name`, `llm_name`, `benchmark_name`, "
+        '`trace_id`, `trace` (`key`, `index`, `trajectory`) and `mast_annotation` (`{"1.1": 0|1|null, ...}`, '
+        "null = unknown), so code written for MAST-Data reads it. Our additions are under `mast_studio` "
+        "(a JSON string in Parquet): `final_source`, `final_basis` per mode, and where chosen `raters`, `judge`, "
+        "`evidence` and `rationales`. The CSV has one row per trace and one column per mode.",
+        "",
+        "## Failure modes",
+        "",
+        "| code | name | category | definition |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {_md(m['code'])} | {_md(m['name'])} | {_md(m.get('category', ''))} | {_md(m.get('definition', ''))} |"
+        for m in tax.get("modes", [])
+    ]
+    lines += ["", "## Composition", ""]
+    for key, title in (("mas_name", "Framework"), ("llm_name", "LLM"), ("benchmark_name", "Benchmark")):
+        by = counts.get(f"by_{key}", {})
+        if by:
+            lines += [f"| {title} | traces |", "|---|---:|"]
+            lines += [f"| {_md(k or '(unknown)')} | {v} |" for k, v in by.items()]
+            lines.append("")
+    agreement = manifest.get("agreement", [])
+    if agreement:
+        lines += ["## Agreement of the rounds behind it", ""]
+        for a in agreement:
+            lines.append(f"- {_md(a.get('round'))}: {_md(json.dumps(a.get('summary', {}), sort_keys=True))}")
+        lines.append("")
+    lines += [
+        "## Citation",
+        "",
+        "Please cite the MAST taxonomy: Cemri et al., *Why Do Multi-Agent LLM Systems Fail?* (2025).",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,222 @@
+"""Reads for the analytics dashboard: a compact trace x mode label matrix, aggregated in SQL.
+
+Labels are folded per (trace, round) or per annotation into two integers in the database
+(``present`` and ``known`` bit masks over the version's modes, ``SUM(CASE ...)``), so 10,000
+traces x 14 modes arrive as ~10,000 small rows and become a numpy matrix without a Python loop
+over labels. Labels of other taxonomy versions are carried to the project's version through
+the recorded mode mapping.
+
+Which labels: ``"agreed"`` = the consensus (Adjudication rows) of closed rounds, visible to every
+member; or one rater's submitted labels, filtered through the blind rule
+(``annotations_visible_to``), so a member only ever sees the raters they may see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import BigIntegerField, Case, Count, Q, Sum, Value, When
+
+from taxonomy.models import Category, FailureMode, TaxonomyVersion
+from traces.models import Project, Trace
+
+from ..models import Adjudication, Annotation, ModeLabel, Rater, Round
+from ..visibility import annotations_visible_to
+from .releases import VersionMapper
+
+AGREED = "agreed"
+FILTER_FIELDS = ("mas_name", "llm_name", "benchmark")
+
+
+@dataclass
+class LabelMatrix:
+    codes: list[str]
+    names: dict[str, str]
+    column_categories: list[str]
+    categories: list[str]
+    category_names: dict[str, str]
+    trace_ids: np.ndarray
+    X: np.ndarray
+    mas_name: np.ndarray
+    llm_name: np.ndarray
+    benchmark: np.ndarray
+    steps: np.ndarray
+    switches: np.ndarray
+    repeated: np.ndarray
+    success: np.ndarray  # 1 succeeded, 0 failed, NaN unknown
+    n_mapped: int = 0
+    source_label: str = "Agreed labels (closed rounds)"
+    extra: dict = field(default_factory=dict)
+
+    def subset(self, mask: np.ndarray) -> np.ndarray:
+        return self.X[mask]
+
+
+def dashboard_sources(*, user, project: Project) -> list[tuple[str, str]]:
+    """Label sources the user may pick: agreed labels, then every rater with labels they may see."""
+    visible = annotations_visible_to(user=user, project=project).filter(state=Annotation.State.SUBMITTED)
+    raters = (
+        Rater.objects.filter(id__in=visible.values("rater_id"))
+        .order_by("kind", "name")
+        .values_list("id", "name", "kind")
+    )
+    kinds = dict(Rater.Kind.choices)
+    return [(AGREED, "Agreed labels (closed rounds)")] + [
+        (str(rid), f"{name} ({kinds.get(kind, kind)})") for rid, name, kind in raters
+    ]
+
+
+def dashboard_filter_choices(*, project: Project) -> dict[str, list[str]]:
+    """Distinct frameworks, LLMs and benchmarks of the project, in one query."""
+    rows = (
+        Trace.objects.filter(project=project)
+        .values_list(*FILTER_FIELDS)
+        .annotate(n=Count("id"))
+        .order_by(*FILTER_FIELDS)
+    )
+    out: dict[str, set[str]] = {f: set() for f in FILTER_FIELDS}
+    for row in rows:
+        for f, v in zip(FILTER_FIELDS, row[:3], strict=True):
+            if v:
+                out[f].add(v)
+    return {f: sorted(v) for f, v in out.items()}
+
+
+def _modes(version_ids: set[int]) -> dict[int, list[tuple[int, str]]]:
+    """version id -> [(mode id, code)] in the version's order."""
+    out: dict[int, list[tuple[int, str]]] = {v: [] for v in version_ids}
+    for mid, vid, code in (
+        FailureMode.objects.filter(version_id__in=version_ids)
+        .order_by("order", "code")
+        .values_list("id", "version_id", "code")
+    ):
+        out[vid].append((mid, code))
+    return out
+
+
+def _mask_sums(modes: dict[int, list[tuple[int, str]]], *, mode_field: str, decision_field: str) -> dict:
+    present = [
+        When(**{mode_field: mid, decision_field: "present"}, then=Value(1 << i))
+        for ms in modes.values()
+        for i, (mid, _c) in enumerate(ms)
+    ]
+    known = [
+        When(Q(**{mode_field: mid}) & Q(**{f"{decision_field}__in": ["present", "absent"]}), then=Value(1 << i))
+        for ms in modes.values()
+        for i, (mid, _c) in enumerate(ms)
+    ]
+    return {
+        "p": Sum(Case(*present, default=Value(0), output_field=BigIntegerField())),
+        "k": Sum(Case(*known, default=Value(0), output_field=BigIntegerField())),
+    }
+
+
+def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict | None = None) -> LabelMatrix:
+    """The label matrix of the project's traces matching `filters`, from `source` (see module doc)."""
+    target: TaxonomyVersion = project.taxonomy_version
+    filters = {k: v for k, v in (filters or {}).items() if k in FILTER_FIELDS and v}
+    trace_q = Q()
+    for k, v in filters.items():
+        trace_q &= Q(**{f"{k}__in": v})
+
+    if source == AGREED:
+        base = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
+        if filters:
+            base = base.filter(trace_id__in=Trace.objects.filter(trace_q, project=project).values("id"))
+        versions = set(
+            Round.objects.filter(project=project, state=Round.State.CLOSED).values_list(
+                "taxonomy_version_id", flat=True
+            )
+        ) | {target.pk}
+        modes = _modes(versions)
+        rows = list(
+            base.values("round_id", "trace_id", "round__taxonomy_version_id")
+            .annotate(**_mask_sums(modes, mode_field="mode_id", decision_field="decision"))
+            .order_by("round__closed_at", "round_id")
+            .values_list("trace_id", "round__taxonomy_version_id", "p", "k")
+        )
+        label = "Agreed labels (closed rounds)"
+    else:
+        try:
+            rater_id = int(source)
+        except ValueError:
+            raise ValueError(f"unknown label source {source!r}") from None
+        visible = annotations_visible_to(user=user, project=project).filter(
+            rater_id=rater_id, state=Annotation.State.SUBMITTED
+        )
+        if filters:
+            visible = visible.filter(trace_id__in=Trace.objects.filter(trace_q, project=project).values("id"))
+        versions = set(visible.values_list("taxonomy_version_id", flat=True).distinct()) | {target.pk}
+        modes = _modes(versions)
+        rows = list(
+            ModeLabel.objects.filter(annotation__in=visible)
+            .values("annotation_id", "annotation__trace_id", "annotation__taxonomy_version_id")
+            .annotate(**_mask_sums(modes, mode_field="mode_id", decision_field="decision"))
+            .order_by("annotation__updated_at", "annotation_id")
+            .values_list("annotation__trace_id", "annotation__taxonomy_version_id", "p", "k")
+        )
+        rater = Rater.objects.filter(pk=rater_id).values_list("name", flat=True).first() or "rater"
+        label = f"Labels of {rater}"
+
+    target_codes = [c for _m, c in modes[target.pk]]
+    bit_of = {c: i for i, c in enumerate(target_codes)}
+    mapper = VersionMapper(target)
+    P: dict[int, int] = {}
+    K: dict[int, int] = {}
+    for tid, vid, p, k in rows:
+        p, k = int(p or 0), int(k or 0)
+        if vid != target.pk:
+            src = [c for _m, c in modes[vid]]
+            values = {c: ((p >> i) & 1) for i, c in enumerate(src) if (k >> i) & 1}
+            p = k = 0
+            for c, v in mapper.map(vid, values).items():
+                if v is not None and c in bit_of:
+                    k |= 1 << bit_of[c]
+                    p |= v << bit_of[c]
+        old_p, old_k = P.get(tid, 0), K.get(tid, 0)
+        P[tid] = (old_p & ~k) | p  # later rounds / annotations override what they decide
+        K[tid] = old_k | k
+
+    traces = list(
+        Trace.objects.filter(trace_q, project=project)
+        .order_by("id")
+        .values_list(
+            "id", "mas_name", "llm_name", "benchmark", "n_steps", "n_agent_switches", "n_repeated_steps", "outcome"
+        )
+    )
+    traces = [t for t in traces if t[0] in K and K[t[0]]]
+    n, m = len(traces), len(target_codes)
+    ids = np.fromiter((t[0] for t in traces), dtype=np.int64, count=n)
+    pk = np.fromiter((P[t[0]] for t in traces), dtype=np.int64, count=n)
+    kk = np.fromiter((K[t[0]] for t in traces), dtype=np.int64, count=n)
+    bits = np.arange(m, dtype=np.int64)
+    known = ((kk[:, None] >> bits) & 1).astype(bool)
+    present = ((pk[:, None] >> bits) & 1).astype(float)
+    X = np.where(known, present, np.nan) if n else np.zeros((0, m))
+
+    mode_rows = list(
+        FailureMode.objects.filter(version=target)
+        .order_by("order", "code")
+        .values_list("code", "name", "category__code")
+    )
+    cats = list(Category.objects.filter(version=target).order_by("order", "code").values_list("code", "name"))
+    outcome = {"success": 1.0, "failure": 0.0}
+    return LabelMatrix(
+        codes=target_codes,
+        names={c: name for c, name, _ in mode_rows},
+        column_categories=[cc for _c, _n, cc in mode_rows],
+        categories=[c for c, _ in cats],
+        category_names=dict(cats),
+        trace_ids=ids,
+        X=X,
+        mas_name=np.array([t[1] for t in traces], dtype=object),
+        llm_name=np.array([t[2] for t in traces], dtype=object),
+        benchmark=np.array([t[3] for t in traces], dtype=object),
+        steps=np.array([t[4] for t in traces], dtype=float),
+        switches=np.array([t[5] for t in traces], dtype=float),
+        repeated=np.array([t[6] for t in traces], dtype=float),
+        success=np.array([outcome.get(t[7], np.nan) for t in traces], dtype=float),
+        n_mapped=mapper.mapped,
+        source_label=label,
+    )
