@@ -16,13 +16,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Case, CharField, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 
 from taxonomy.models import FailureMode, TaxonomyVersion
 from traces.models import Membership, Project, Trace
 
-from ..models import Annotation, AnnotationEvent, OpenCode, Round, RoundTrace
+from ..models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from ..visibility import annotations_visible_to
 
 ROUND_QUEUE_STATES = (Round.State.OPEN, Round.State.REVIEW)
@@ -86,7 +98,7 @@ def trace_annotations_visible(*, user, project: Project, trace: Trace) -> QueryS
         annotations_visible_to(user=user, project=project, qs=qs)
         .exclude(rater__user_id=user.pk)
         .select_related("rater", "taxonomy_version__taxonomy", "round")
-        .prefetch_related("labels__mode")
+        .prefetch_related(Prefetch("labels", queryset=ModeLabel.objects.select_related("mode")))
         .order_by("rater__kind", "rater__name", "id")
     )
 
