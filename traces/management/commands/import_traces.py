@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 
 from django.core.management.base import BaseCommand, CommandError
@@ -28,7 +27,7 @@ class Command(BaseCommand):
         project, created = project_get_or_create(slug=opts["project"], name=opts["name"] or opts["project"])
         if created:
             self.stdout.write(f"Created project {project.slug}")
-        bar = None if opts["no_progress"] else _Bar(sys.stderr)
+        bar = None if opts["no_progress"] else _Bar(self.stderr)
         started = time.monotonic()
         try:
             result = traces_import(project=project, paths_or_files=opts["paths"], format=opts["format"], progress=bar)
@@ -50,7 +49,7 @@ class _Bar:
 
     WIDTH = 30
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream) -> None:  # a management command's OutputWrapper
         self.stream = stream
         self.drawn = False
 
@@ -60,12 +59,13 @@ class _Bar:
         mb = p.bytes_done / 1024**2
         self.stream.write(
             f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {100 * frac:5.1f}% {mb:7.1f} MB "
-            f"{p.imported} imported, {p.duplicates} duplicates"
+            f"{p.imported} imported, {p.duplicates} duplicates",
+            ending="",
         )
         self.stream.flush()
         self.drawn = True
 
     def end(self) -> None:
         if self.drawn:
-            self.stream.write("\n")
+            self.stream.write("")  # OutputWrapper ends the line
             self.stream.flush()
