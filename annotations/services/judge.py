@@ -76,7 +76,28 @@ def lease_seconds(run: JudgeRun) -> float:
     return float(run.timeout) + float(getattr(settings, "MAST_JUDGE_LEASE_SLACK", 15.0))
 
 
+# Set by callers that process a run in their own process (prelabel --inline, the demo seed): no Celery.
+# Process-wide on purpose: the caller's worker threads must see it too.
+_INLINE = {"on": 0}
+
+
+class inline_mode:
+    """Context manager: within it, nothing is sent to Celery; the caller drives the claimed items."""
+
+    def __enter__(self):
+        _INLINE["on"] += 1
+
+    def __exit__(self, *exc):
+        _INLINE["on"] -= 1
+
+
+def _is_inline() -> bool:
+    return _INLINE["on"] > 0
+
+
 def _enqueue_items(pairs: Sequence[tuple[int, int]]) -> None:
+    if _is_inline():
+        return
     from ..tasks import prelabel_trace
 
     for item_id, claim in pairs:
@@ -84,12 +105,16 @@ def _enqueue_items(pairs: Sequence[tuple[int, int]]) -> None:
 
 
 def _enqueue_baseline(run_id: int) -> None:
+    if _is_inline():
+        return
     from ..tasks import judge_run_start_task
 
     judge_run_start_task.delay(run_id)
 
 
 def _enqueue_start(run_id: int) -> None:
+    if _is_inline():
+        return
     from ..tasks import judge_run_start_task, judge_sweep_task
 
     judge_run_start_task.delay(run_id)
@@ -1024,3 +1049,50 @@ def baseline_run_execute(*, run_id: int, batch: int = 100, progress: Callable[[i
             progress(len(items))
     judge_run_dispatch(run_id=run.pk)  # finishes the run when nothing is left
     return JudgeRun.objects.get(pk=run.pk)
+
+
+def judge_run_drive_inline(
+    *, run_id: int, threads: int | None = None, on_tick: Callable[[JudgeRun], None] | None = None
+) -> JudgeRun:
+    """Process a run in this process with a thread pool (no Celery worker needed); returns the final run."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    def work(item_id: int, claim: int) -> None:
+        try:
+            judge_item_process(item_id=item_id, claim=claim)
+        finally:
+            connections.close_all()
+
+    with inline_mode():
+        judge_run_start(run_id=run_id)
+        run = JudgeRun.objects.get(pk=run_id)
+        submitted: set[tuple[int, int]] = set()
+        futures = []
+        with ThreadPoolExecutor(max_workers=threads or run.concurrency) as pool:
+            while True:
+                run.refresh_from_db()
+                if on_tick:
+                    on_tick(run)
+                claimed = set(
+                    JudgeItem.objects.filter(run_id=run_id, state=JudgeItem.State.RUNNING).values_list("id", "claim")
+                )
+                new = claimed - submitted
+                for pair in new:
+                    submitted.add(pair)
+                    futures.append(pool.submit(work, *pair))
+                futures = [f for f in futures if not f.done()]
+                if not futures and not new:
+                    judge_run_dispatch(run_id=run_id)
+                    run.refresh_from_db()
+                    if (
+                        not run.is_active
+                        or not JudgeItem.objects.filter(run_id=run_id, state=JudgeItem.State.RUNNING).exists()
+                    ):
+                        break
+                time.sleep(0.1)
+    run.refresh_from_db()
+    if on_tick:
+        on_tick(run)
+    return run
