@@ -12,6 +12,7 @@ codes the prompt asks for. Used by the tests (tests/annotations/conftest.py) and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -140,10 +141,8 @@ class LLMServer:
                     time.sleep(action.delay)
                 if isinstance(action, Drop):
                     self.close_connection = True
-                    try:
+                    with contextlib.suppress(OSError):
                         self.connection.shutdown(2)
-                    except OSError:
-                        pass
                     return
                 if isinstance(action, Status):
                     payload = action.body if action.body is not None else {"error": {"message": f"HTTP {action.code}"}}

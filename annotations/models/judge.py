@@ -58,9 +58,7 @@ class JudgeRun(models.Model):
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=2000)
     timeout = models.FloatField(default=120.0, help_text="Seconds per HTTP request.")
-    prompt = models.ForeignKey(
-        PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
-    )
+    prompt = models.ForeignKey(PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     taxonomy_version = models.ForeignKey("taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="+")
     few_shot = models.BooleanField(default=False)
     # {"kind": "all"|"unlabelled"|"round"|"filter", "round": id, "filter": {...}}
@@ -152,8 +150,9 @@ class JudgeItem(models.Model):
     error = models.TextField(blank=True)
     truncated = models.BooleanField(default=False)
     truncation = models.JSONField(default=dict, blank=True)
-    annotation = models.OneToOneField(
-        "annotations.Annotation", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_item"
+    # The rater's annotation of the trace (a later run of the same model + prompt updates the same one).
+    annotation = models.ForeignKey(
+        "annotations.Annotation", null=True, blank=True, on_delete=models.SET_NULL, related_name="judge_items"
     )
     finished_at = models.DateTimeField(null=True, blank=True)
 
