@@ -42,7 +42,7 @@ let revision = cfg.snapshot.revision;
 let annState = cfg.snapshot.state;
 let content = fromSnapshot(cfg.snapshot);
 let current = 0;
-let pick = null; // what "e" attaches: {step} or {lines: [a, b]}
+let linePick = null; // lines selected in the trace: {lines: [a, b], step}; else "e" attaches the current step
 let conflict = null;
 let dismissed = new Set(); // "rater|code" suggestions the person rejected
 let saveTimer = null;
@@ -96,12 +96,11 @@ const viewer = viewerRoot
       keyboard: true,
       useHash: false,
       onStepFocus(i) {
-        if (!(pick && pick.lines && pick.fresh)) pick = { step: i };
-        if (pick) pick.fresh = false;
+        if (linePick && linePick.step !== i) linePick = null;
         renderAttach();
       },
       onLineSelect({ start, end }) {
-        pick = { lines: [start, end], fresh: true };
+        linePick = { lines: [start, end], step: stepForLine(start) };
         renderAttach();
       },
     })
@@ -123,10 +122,10 @@ function stepForLine(n) {
 }
 
 function currentPick() {
-  if (pick && pick.lines) return { lines: [...pick.lines] };
-  if (pick && typeof pick.step === "number") return { step: pick.step };
-  if (viewer) return { step: viewer.currentStep() };
-  return null;
+  if (!viewer) return null;
+  const step = viewer.currentStep();
+  if (linePick && linePick.step === step) return { lines: [...linePick.lines] };
+  return typeof step === "number" ? { step } : null;
 }
 
 function evidenceText(ev) {

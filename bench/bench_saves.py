@@ -1,0 +1,375 @@
+"""Concurrent annotation saves: 50 annotators autosaving against gunicorn + PostgreSQL on loopback.
+
+Run: .venv/bin/python bench/bench_saves.py [--clients 50] [--seconds 25] [--think-ms 250-750] [--workers 4]
+
+1. Creates a fresh PostgreSQL database (DATABASE_URL's server, name mast_bench_saves), migrates it,
+   and stores a project with 10 traces of 40 steps, 50 annotators with API tokens, and one
+   annotation per annotator (annotator i labels trace i % 10).
+2. Starts gunicorn (-k gthread) on 127.0.0.1 with DEBUG off, then runs --clients threads. Each is one
+   annotator's browser tab: it changes something a person would change (a decision, evidence on a
+   step, a rationale, notes, an open code; sometimes the same state again, like a retried request),
+   PUTs the whole state with the revision it last got back, waits --think-ms, repeats for --seconds.
+   Keep-alive connections, token auth.
+3. Prints p50/p95/p99 latency, errors, throughput; then checks the stored rows: every client's last
+   acknowledged revision and content equal what the database holds, and each annotation has exactly
+   one history row per revision (zero lost updates). Exit code 1 if any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH_DB = "mast_bench_saves"
+CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
+WORDS = [
+    "the",
+    "reviewer",
+    "accepts",
+    "code",
+    "without",
+    "running",
+    "tests",
+    "while",
+    "the",
+    "ceo",
+    "never",
+    "checks",
+    "the",
+    "board",
+    "size",
+]
+
+
+def bench_env() -> dict:
+    base = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
+    if not base.startswith("postgres"):
+        sys.exit("bench_saves needs PostgreSQL (DATABASE_URL=postgres://...)")
+    return {
+        **os.environ,
+        "DATABASE_URL": base.rsplit("/", 1)[0] + "/" + BENCH_DB,
+        "SECRET_KEY": "bench-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz",
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "MANIFEST_STATIC": "false",
+        "MAST_VAR_DIR": str(REPO / "var" / "bench_saves"),
+        "CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "ERROR",
+    }
+
+
+def create_db(env: dict) -> None:
+    server = env["DATABASE_URL"].rsplit("/", 1)[0]
+    for sql in (f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)", f"CREATE DATABASE {BENCH_DB}"):
+        subprocess.run(["psql", f"{server}/postgres", "-qc", sql], check=True, capture_output=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
+
+
+SEED = r"""
+import hashlib, json, os, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from annotations.services.labels import annotation_get_or_create
+from traces.models import Membership, Step, Trace
+from traces.services import project_create
+
+n_clients = int(sys.argv[1])
+User = get_user_model()
+owner = User.objects.create_user("bench-manager")
+project = project_create(name="Bench", slug="bench", by=owner)
+traces = []
+for t in range(10):
+    lines, steps = [], []
+    for i in range(40):
+        start = len(lines) + 1
+        body = [f"Agent{i % 3}: step {i} of trace {t}, line {k}" for k in range(6)]
+        lines += body
+        steps.append((i, f"Agent{i % 3}", "\n".join(body), start, start + 5))
+    raw = "\n".join(lines)
+    trace = Trace.objects.create(project=project, title=f"bench {t}", format="plaintext", raw_text=raw,
+        size_bytes=len(raw), content_hash=hashlib.sha256(raw.encode()).hexdigest(), n_steps=40,
+        n_lines=len(lines), n_chars=len(raw))
+    Step.objects.bulk_create([Step(trace=trace, index=i, agent=a, content=c, line_start=s, line_end=e)
+                              for i, a, c, s, e in steps])
+    traces.append(trace)
+out = []
+for c in range(n_clients):
+    user = User.objects.create_user(f"bench{c:03d}")
+    Membership.objects.create(project=project, user=user, role="annotator")
+    token = Token.objects.create(user=user)
+    trace = traces[c % len(traces)]
+    ann = annotation_get_or_create(trace=trace, user=user, taxonomy_version=project.taxonomy_version)
+    out.append({"token": token.key, "trace": trace.pk, "annotation": ann.pk})
+print(json.dumps(out))
+"""
+
+
+def seed(env: dict, n_clients: int) -> list[dict]:
+    r = subprocess.run([sys.executable, "-c", SEED, str(n_clients)], cwd=REPO, env=env, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f"seeding failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(env: dict, port: int, workers: int, threads: int) -> subprocess.Popen:
+    log = open(REPO / "var" / "bench_saves" / "gunicorn.log", "wb")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "mast_site.wsgi",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "-k",
+            "gthread",
+            "--threads",
+            str(threads),
+            "--keep-alive",
+            "30",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/login/")
+            if conn.getresponse().status == 200:
+                return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    sys.exit("gunicorn did not start; see var/bench_saves/gunicorn.log")
+
+
+class Client(threading.Thread):
+    def __init__(self, port: int, info: dict, seconds: float, think: tuple[float, float], seed: int):
+        super().__init__(daemon=True)
+        self.port, self.info, self.seconds, self.think = port, info, seconds, think
+        self.rng = random.Random(seed)
+        self.revision = 0
+        self.labels: dict[str, dict] = {}
+        self.notes = ""
+        self.task_success = "unknown"
+        self.open_codes: list[str] = []
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
+        self.acked: dict | None = None  # the last state the server acknowledged, and its revision
+        self.unchanged = 0
+
+    def state(self) -> dict:
+        labels = [{"code": c, **self.labels[c]} for c in CODES if c in self.labels]
+        return {
+            "labels": labels,
+            "task_success": self.task_success,
+            "notes": self.notes,
+            "open_codes": sorted(self.open_codes),
+        }
+
+    def change(self) -> None:
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.08:
+            return  # the same state again: a retried request
+        code = rng.choice(CODES)
+        lab = self.labels.setdefault(code, {"decision": "absent", "evidence": [], "rationale": ""})
+        if roll < 0.45:
+            lab["decision"] = rng.choice(["present", "absent", "unsure"])
+        elif roll < 0.65:
+            lab["decision"] = "present"
+            ev = {"step": rng.randrange(40)}
+            if ev not in lab["evidence"] and len(lab["evidence"]) < 5:
+                lab["evidence"].append(ev)
+        elif roll < 0.85:
+            lab["rationale"] = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 30)))
+        elif roll < 0.93:
+            self.notes = " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 60)))
+            self.task_success = rng.choice(["yes", "no", "unknown"])
+        else:
+            tag = rng.choice(["loops", "ignores spec", "no tests", "early stop", "lost context", "wrong tool"])
+            if tag in self.open_codes:
+                self.open_codes.remove(tag)
+            else:
+                self.open_codes.append(tag)
+
+    def run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        headers = {"Authorization": f"Token {self.info['token']}", "Content-Type": "application/json"}
+        path = f"/api/projects/bench/traces/{self.info['trace']}/annotation/"
+        end = time.time() + self.seconds
+        time.sleep(self.rng.uniform(0, self.think[1]))  # do not start in lockstep
+        while time.time() < end:
+            self.change()
+            state = self.state()
+            body = json.dumps({"revision": self.revision, **state})
+            t0 = time.perf_counter()
+            try:
+                conn.request("PUT", path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+                continue
+            self.latencies.append(time.perf_counter() - t0)
+            if resp.status != 200:
+                self.errors.append(f"HTTP {resp.status}: {data[:200]!r}")
+            else:
+                got = json.loads(data)
+                if got["revision"] == self.revision:
+                    self.unchanged += 1
+                self.revision = got["revision"]
+                self.acked = {"revision": self.revision, **state}
+            time.sleep(self.rng.uniform(*self.think))
+        conn.close()
+
+
+VERIFY = r"""
+import json, os, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
+import django
+django.setup()
+from annotations.models import Annotation, AnnotationEvent
+from annotations.selectors.labels import annotation_snapshot
+
+expected = json.load(sys.stdin)
+bad = []
+for item in expected:
+    ann = Annotation.objects.get(pk=item["annotation"])
+    snap = annotation_snapshot(annotation=ann)
+    acked = item["acked"]
+    if acked is None:
+        if ann.revision != 0:
+            bad.append((ann.pk, "never acknowledged but revision", ann.revision))
+        continue
+    for key in ("revision", "task_success", "notes", "open_codes", "labels"):
+        if snap[key] != acked[key]:
+            bad.append((ann.pk, key, snap[key], acked[key]))
+    events = AnnotationEvent.objects.filter(annotation=ann).order_by("revision")
+    events = list(events.values_list("revision", flat=True))
+    if events != list(range(1, ann.revision + 1)):
+        bad.append((ann.pk, "history", len(events), ann.revision))
+print(json.dumps({"checked": len(expected), "bad": bad[:10], "n_bad": len(bad)}))
+"""
+
+
+def verify(env: dict, clients: list[Client]) -> dict:
+    payload = json.dumps([{"annotation": c.info["annotation"], "acked": c.acked} for c in clients])
+    r = subprocess.run(
+        [sys.executable, "-c", VERIFY], cwd=REPO, env=env, input=payload, capture_output=True, text=True, check=True
+    )
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def warm_up(port: int, infos: list[dict]) -> None:
+    """Open each worker's database connection and fill its caches (GETs only: nothing changes)."""
+
+    def get(info: dict) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for _ in range(5):
+            conn.request(
+                "GET",
+                f"/api/projects/bench/traces/{info['trace']}/annotation/",
+                headers={"Authorization": f"Token {info['token']}"},
+            )
+            conn.getresponse().read()
+        conn.close()
+
+    threads = [threading.Thread(target=get, args=(info,)) for info in infos[:16]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] * 1000
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clients", type=int, default=50)
+    ap.add_argument("--seconds", type=float, default=25)
+    ap.add_argument("--think-ms", default="250-750", help="pause between two saves of one client (autosave pace)")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=8)
+    args = ap.parse_args()
+    lo, hi = (float(x) / 1000 for x in args.think_ms.split("-"))
+    env = bench_env()
+    (REPO / "var" / "bench_saves").mkdir(parents=True, exist_ok=True)
+    print(f"database {BENCH_DB}: creating and migrating…", flush=True)
+    create_db(env)
+    infos = seed(env, args.clients)
+    port = free_port()
+    server = start_gunicorn(env, port, args.workers, args.threads)
+    print(
+        f"gunicorn -w {args.workers} -k gthread --threads {args.threads} on 127.0.0.1:{port}; "
+        f"{args.clients} clients for {args.seconds:.0f} s, think {args.think_ms} ms",
+        flush=True,
+    )
+    try:
+        warm_up(port, infos)
+        clients = [Client(port, info, args.seconds, (lo, hi), seed=i) for i, info in enumerate(infos)]
+        t0 = time.perf_counter()
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+        wall = time.perf_counter() - t0
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=20)
+    lat = [x for c in clients for x in c.latencies]
+    errors = [e for c in clients for e in c.errors]
+    n = len(lat)
+    repeats = sum(c.unchanged for c in clients)
+    print(f"saves: {n} in {wall:.1f} s = {n / wall:.0f} saves/s ({repeats} unchanged repeats)")
+    print(
+        f"latency ms: p50 {pct(lat, 0.50):.1f}  p95 {pct(lat, 0.95):.1f}  p99 {pct(lat, 0.99):.1f}  "
+        f"max {max(lat) * 1000:.1f}  mean {statistics.mean(lat) * 1000:.1f}"
+    )
+    print(f"errors: {len(errors)}" + (f"  first: {errors[0]}" if errors else ""))
+    result = verify(env, clients)
+    print(f"stored rows checked: {result['checked']} annotations; lost or wrong updates: {result['n_bad']}")
+    if result["bad"]:
+        print("  e.g.", result["bad"][:3])
+    ok = not errors and result["n_bad"] == 0
+    print(f"target p95 < 50 ms: {'met' if pct(lat, 0.95) < 50 else 'NOT met'}; zero errors and lost updates: {ok}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
