@@ -371,6 +371,22 @@ def agreement_report_get(*, round: Round, extra_rater_ids: Sequence[int] = (), f
     return report
 
 
+def agreement_report_json(*, report: AgreementReport) -> dict[str, Any]:
+    """The JSON the API and ``manage.py round_report`` give: the round, then the report."""
+    rnd = report.round
+    return {
+        "round": {
+            "id": rnd.pk,
+            "name": rnd.name,
+            "state": rnd.state,
+            "taxonomy_version": rnd.taxonomy_version.label,
+        },
+        "rater_set": report.rater_set,
+        "computed_at": report.computed_at.isoformat(),
+        **report.data,
+    }
+
+
 # --------------------------------------------------------------------------------------
 # Labels written in bulk (imports, demo, benchmarks)
 # --------------------------------------------------------------------------------------
