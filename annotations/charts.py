@@ -42,18 +42,27 @@ def num(v: float) -> str:
     return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.2f}"
 
 
-def _nice_max(v: float) -> float:
-    if v <= 0 or math.isnan(v):
-        return 1.0
-    exp = 10 ** math.floor(math.log10(v))
-    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if m * exp >= v:
+def _nice_step(v: float, n: int = 7) -> float:
+    raw = v / n
+    exp = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * exp >= raw:
             return m * exp
     return 10 * exp
 
 
-def _ticks(vmax: float, n: int = 5) -> list[float]:
-    return [vmax * i / n for i in range(n + 1)]
+def _nice_max(v: float) -> float:
+    """A round axis maximum at or above v (ticks at multiples of a 1/2/2.5/5 step)."""
+    if v <= 0 or math.isnan(v):
+        return 1.0
+    step = _nice_step(v)
+    return math.ceil(v / step - 1e-9) * step
+
+
+def _ticks(vmax: float, n: int = 7) -> list[float]:
+    step = _nice_step(vmax, n)
+    count = int(round(vmax / step))
+    return [step * i for i in range(count + 1)]
 
 
 def _svg(width: float, height: float, title: str, body: list[str], desc: str = "") -> str:
@@ -91,22 +100,27 @@ def bar_chart(
     colours: Sequence[str] | None = None,
     width: int = 640,
     max_value: float | None = None,
+    legend: Sequence[tuple[str, str]] | None = None,
 ) -> str:
     """Horizontal bars, one row per (label, value); value printed at the end of each bar."""
     labels = [_truncate(label, 44) for label, _ in rows]
     left = 16 + max([_text_width(t) for t in labels] + [60])
     right, top, row_h = 64, 44, 24
+    legend_parts: list[str] = []
+    if legend:
+        legend_parts, legend_h = _legend(legend, left, 44)
+        top += legend_h + 4
     plot_w = max(width - left - right, 160)
     finite = [v for _, v in rows if v is not None and not math.isnan(v)]
     vmax = max_value if max_value is not None else _nice_max(max(finite) if finite else 0)
     height = top + row_h * max(len(rows), 1) + 46
-    body = [f'<text x="16" y="22" font-size="14" font-weight="600">{_e(title)}</text>']
+    body = [f'<text x="16" y="22" font-size="14" font-weight="600">{_e(title)}</text>', *legend_parts]
     for t in _ticks(vmax):
         x = left + plot_w * t / vmax
         body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 42}" stroke="{GRID}"/>')
         body.append(
             f'<text x="{x:.1f}" y="{height - 28}" text-anchor="middle" fill="{MUTED}" font-size="11">'
-            f"{_e(fmt(t))}</text>"
+            f"{_e(fmt(t).replace('.0%', '%'))}</text>"
         )
     for i, ((_, v), label) in enumerate(zip(rows, labels, strict=True)):
         y = top + i * row_h
@@ -155,7 +169,7 @@ def grouped_bars(
         body.append(f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{height - 42}" stroke="{GRID}"/>')
         body.append(
             f'<text x="{x:.1f}" y="{height - 28}" text-anchor="middle" fill="{MUTED}" font-size="11">'
-            f"{_e(fmt(t))}</text>"
+            f"{_e(fmt(t).replace('.0%', '%'))}</text>"
         )
     for gi, label in enumerate(labels):
         y0 = top + gi * group_h
@@ -214,7 +228,8 @@ def heatmap(
     left = 16 + max([_text_width(n) for n in names] + [40])
     top = 44 + 26
     size = cell * max(k, 1)
-    width = max(left + size + 110, 420)
+    legend_text = f"{legend_label} (grey: undefined, e.g. a mode never or always present)"
+    width = max(left + size + 110, _text_width(legend_text) + 40, 420)
     height = top + size + 54
     body = [f'<text x="16" y="22" font-size="14" font-weight="600">{_e(title)}</text>']
     for j, lab in enumerate(labels):
@@ -249,10 +264,7 @@ def heatmap(
         )
     for v, yy in ((1, sy + 4), (0, sy + sh / 2 + 4), (-1, sy + sh)):
         body.append(f'<text x="{sx + 20}" y="{yy:.1f}" font-size="11" fill="{MUTED}">{v:+d}</text>')
-    body.append(
-        f'<text x="{left + size / 2:.1f}" y="{height - 14}" text-anchor="middle" fill="{MUTED}">'
-        f"{_e(legend_label)} (grey: undefined, e.g. a mode never or always present)</text>"
-    )
+    body.append(f'<text x="16" y="{height - 14}" fill="{MUTED}">{_e(legend_text)}</text>')
     return _svg(width, height, title, body)
 
 

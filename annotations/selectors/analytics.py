@@ -161,7 +161,7 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
 
     target_codes = [c for _m, c in modes[target.pk]]
     bit_of = {c: i for i, c in enumerate(target_codes)}
-    mapper = VersionMapper(target)
+    mapper = VersionMapper(target, codes=target_codes)
     P: dict[int, int] = {}
     K: dict[int, int] = {}
     for tid, vid, p, k in rows:

@@ -92,10 +92,14 @@ def map_codes(values: dict[str, int | None], steps: list[Step]) -> dict[str, int
 class VersionMapper:
     """Maps {code: value} of any source version to the target version, caching the step chains."""
 
-    def __init__(self, target: TaxonomyVersion) -> None:
+    def __init__(self, target: TaxonomyVersion, codes: list[str] | None = None) -> None:
         self.target = target
-        self.codes = list(
-            FailureMode.objects.filter(version=target).order_by("order", "code").values_list("code", flat=True)
+        self.codes = (
+            codes
+            if codes is not None
+            else list(
+                FailureMode.objects.filter(version=target).order_by("order", "code").values_list("code", flat=True)
+            )
         )
         self._steps: dict[int, list[Step] | None] = {target.pk: []}
         self.mapped = 0

@@ -70,6 +70,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
     cat_label = {c: f"FC{c} {M.category_names.get(c, '')}" for c in M.categories}
     out: list[Chart] = []
     summary: dict = {"traces": int(M.X.shape[0])}
+    cat_legend = [(cat_label[c], charts.PALETTE[i % 8]) for i, c in enumerate(M.categories)]
 
     dist = analytics.mode_distribution(M.X, codes)
     summary["failures"] = sum(d.present for d in dist)
@@ -81,6 +82,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
                 [(mode_label[d.code], d.share_of_failures) for d in dist],
                 title="Share of all failures, per mode",
                 x_label="% of all failure labels",
+                legend=cat_legend,
                 colours=[
                     charts.PALETTE[M.categories.index(cc) % 8] if cc in M.categories else charts.PALETTE[0]
                     for cc in M.column_categories
@@ -91,8 +93,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
                 [d.code, M.names.get(d.code, ""), d.present, d.known, _f(d.share_of_failures), _f(d.share_of_traces)]
                 for d in dist
             ],
-            "How the MAST paper reports modes (e.g. FM-1.3 at 17.14%): a mode's labels over all failure labels. "
-            "Bar colour = category.",
+            "How the MAST paper reports modes (e.g. FM-1.3 at 17.14%): a mode's labels over all failure labels.",
         )
     )
     out.append(
@@ -103,6 +104,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
                 [(mode_label[d.code], d.share_of_traces) for d in dist],
                 title="Share of traces showing each mode",
                 x_label="% of labelled traces",
+                legend=cat_legend,
                 colours=[
                     charts.PALETTE[M.categories.index(cc) % 8] if cc in M.categories else charts.PALETTE[0]
                     for cc in M.column_categories

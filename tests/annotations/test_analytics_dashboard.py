@@ -1,0 +1,120 @@
+"""The analytics dashboard page: label sources and the blind rule, filters, downloads, query count."""
+
+from __future__ import annotations
+
+import csv
+import io
+import xml.etree.ElementTree as ET
+
+import pytest
+from django.urls import reverse
+
+from annotations.models import Round
+from tests.annotations.releases_factories import annotate, closed_round, decisions, human_rater, make_trace, other_rater
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def data(project, mast_version, manager, annotator, annotator2):
+    traces = []
+    for i in range(6):
+        traces.append(
+            make_trace(
+                project,
+                mas_name="ChatDev" if i < 3 else "MetaGPT <b>x</b>",
+                llm_name="gpt-4o" if i % 2 else "claude",
+                n_steps=10 + i,
+                n_agent_switches=i,
+            )
+        )
+    closed_round(project, mast_version, {t: ({"1.3", "2.6"} if i < 3 else {"3.3"}) for i, t in enumerate(traces)})
+    judge = other_rater("gpt-judge")
+    for t in traces:
+        annotate(t, judge, mast_version, decisions(mast_version, {"1.1"}))
+    # a label by ann2 outside rounds: annotators and viewers must not see it
+    annotate(traces[0], human_rater(annotator2), mast_version, decisions(mast_version, {"1.5"}))
+    return {"traces": traces, "judge": judge}
+
+
+def url(project, **params):
+    base = reverse("annotations:dashboard", kwargs={"slug": project.slug})
+    from urllib.parse import urlencode
+
+    return base + ("?" + urlencode(params, doseq=True) if params else "")
+
+
+def test_dashboard_shows_agreed_labels_to_every_member(client, project, viewer, data):
+    client.force_login(viewer)
+    resp = client.get(url(project))
+    assert resp.status_code == 200
+    assert resp.context["summary"]["traces"] == 6
+    assert resp.context["summary"]["failures"] == 3 * 2 + 3
+
+
+def test_share_of_failures_chart_data_as_csv(client, project, viewer, data):
+    client.force_login(viewer)
+    resp = client.get(url(project, format="csv", chart="modes_failures"))
+    assert resp["Content-Type"].startswith("text/csv")
+    rows = {r["mode"]: r for r in csv.DictReader(io.StringIO(resp.content.decode()))}
+    assert float(rows["1.3"]["share_of_failures"]) == pytest.approx(3 / 9, abs=1e-4)
+    assert float(rows["3.3"]["share_of_traces"]) == pytest.approx(0.5)
+
+
+def test_chart_svg_download_is_valid_xml_with_escaped_names(client, project, viewer, data):
+    client.force_login(viewer)
+    resp = client.get(url(project, format="svg", chart="frameworks_rate"))
+    body = resp.content.decode()
+    assert resp["Content-Type"].startswith("image/svg+xml")
+    assert "<b>x</b>" not in body and "&lt;b&gt;x&lt;/b&gt;" in body
+    ET.fromstring(body)
+
+
+def test_framework_filter_restricts_the_traces(client, project, viewer, data):
+    client.force_login(viewer)
+    resp = client.get(url(project, mas_name="ChatDev"))
+    assert resp.context["summary"]["traces"] == 3
+
+
+def test_annotator_cannot_pick_another_persons_labels(client, project, annotator, annotator2, data):
+    client.force_login(annotator)
+    other = str(human_rater(annotator2).pk)
+    resp = client.get(url(project, rater=other))
+    assert other not in [v for v, _ in resp.context["sources"]]
+    assert resp.context["source"] == "agreed"
+
+
+def test_manager_sees_the_llm_judge_labels(client, project, manager, data):
+    client.force_login(manager)
+    resp = client.get(url(project, rater=str(data["judge"].pk)))
+    assert resp.context["source"] == str(data["judge"].pk)
+    assert resp.context["summary"]["failures"] == 6
+
+
+def test_cohort_comparison_shows_fisher_p_per_mode(client, project, viewer, data):
+    client.force_login(viewer)
+    resp = client.get(url(project, a="mas_name:ChatDev", b="mas_name:MetaGPT <b>x</b>"))
+    chart = resp.context["charts"]["cohort"]
+    row = next(r for r in chart.rows if r[0] == "1.3")
+    assert row[3] == 1.0 and row[6] == 0.0
+    assert row[7] == pytest.approx(0.1, abs=1e-6)  # Fisher's exact p of [[3,0],[0,3]]
+
+
+def test_agreed_labels_of_rounds_still_in_review_are_not_counted(client, project, viewer, data, mast_version):
+    t = make_trace(project)
+    closed_round(project, mast_version, {t: {"1.1"}}, state=Round.State.REVIEW)
+    client.force_login(viewer)
+    assert client.get(url(project)).context["summary"]["traces"] == 6
+
+
+def test_outsider_gets_404(client, project, outsider, data):
+    client.force_login(outsider)
+    assert client.get(url(project)).status_code == 404
+
+
+def test_dashboard_query_count_is_pinned(client, project, manager, data, django_assert_num_queries):
+    client.force_login(manager)
+    client.get(url(project))  # warm the session / content types
+    with django_assert_num_queries(12):
+        resp = client.get(url(project, a="mas_name:ChatDev", b="llm_name:claude"))
+    assert resp.status_code == 200
