@@ -10,6 +10,7 @@ class AnnotationsConfig(AppConfig):
         # hook, so traces never imports annotations.
         from traces.importing import register_import_hook
 
+        from . import tasks_releases  # noqa: F401  (Celery autodiscovers only tasks.py)
         from .importing import MastDataJudgeHook
 
         register_import_hook(MastDataJudgeHook())
