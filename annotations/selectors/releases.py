@@ -441,6 +441,20 @@ def release_agreement(*, round_ids: set[int]) -> list[dict[str, Any]]:
     return out
 
 
+def release_inputs_fingerprint(*, project: Project) -> str:
+    """A digest of what a release of the project is built from (agreed labels and submitted labels):
+    equal fingerprints mean a new release would hold the same labels."""
+    import hashlib
+
+    from django.db.models import Count, Max
+
+    adj = closed_adjudications(project=project).aggregate(n=Count("id"), at=Max("at"), r=Max("round__closed_at"))
+    labels = _submitted_labels(project=project).aggregate(n=Count("id"), at=Max("annotation__updated_at"))
+    n_traces = Trace.objects.filter(project=project).count()
+    key = f"{adj['n']}|{adj['at']}|{adj['r']}|{labels['n']}|{labels['at']}|{n_traces}"
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
 def release_list(*, project: Project) -> QuerySet[Release]:
     return (
         Release.objects.filter(project=project)

@@ -33,6 +33,7 @@ from ..selectors.releases import (
     VersionMapper,
     release_agreement,
     release_count_candidates,
+    release_inputs_fingerprint,
     release_records,
 )
 
@@ -200,6 +201,7 @@ def release_manifest(
             ),
         },
         "agreement": release_agreement(round_ids=stats.rounds),
+        "inputs_fingerprint": release_inputs_fingerprint(project=project),
         "files": [f.as_dict() for f in files],
     }
 
