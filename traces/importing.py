@@ -65,6 +65,7 @@ import re
 import shutil
 import time
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -88,6 +89,7 @@ _BATCH_BYTES = 8 * 1024**2  # flush buffered rows to the database every ~8 MB of
 _BATCH_TRACES = 500
 _ZIP_RATIO_FLOOR = 1024**2  # small members may compress well; the ratio limit applies from 1 MB up
 _PROGRESS_EVERY = 0.2  # seconds
+_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, zlib.error)
 
 
 class TraceImportError(Exception):
@@ -386,7 +388,7 @@ def _read_bytes(opener: Callable[[], IO[bytes]], name: str, size: int) -> bytes:
     try:
         with opener() as f:
             data = f.read(max_file + 1)
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except _READ_ERRORS as e:
         raise TraceImportError(f"{name}: cannot read the file ({e})") from None
     if len(data) > max_file:
         raise TraceImportError(f"{name}: more than {max_file:,} bytes; the limit per file is {max_file:,} bytes")
@@ -432,7 +434,10 @@ class _Counting:
         self.limit = settings.MAST_IMPORT_MAX_FILE_BYTES
 
     def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
+        try:
+            data = self.f.read(n)
+        except _READ_ERRORS as e:
+            raise TraceImportError(f"{self.name}: cannot read the file ({e})") from None
         self.n += len(data)
         if self.n > self.limit:
             raise TraceImportError(f"{self.name}: more than {self.limit:,} bytes; the limit per file is {self.limit:,}")
@@ -736,6 +741,14 @@ def _import_sources(
     )
 
 
+def _read_or_refuse(f: IO[bytes], n: int, name: str) -> bytes:
+    """Read; a corrupt zip member (bad CRC, sizes that lie) refuses the import like any bad file."""
+    try:
+        return f.read(n)
+    except _READ_ERRORS as e:
+        raise TraceImportError(f"{name}: cannot read the file ({e})") from None
+
+
 def _parse_source(
     source: _Source, format: str, state: dict, report: Callable[..., None]
 ) -> Iterator[tuple[ParsedTrace, str, dict[str, Any]]]:
@@ -745,13 +758,13 @@ def _parse_source(
     except (zipfile.BadZipFile, OSError) as e:
         raise TraceImportError(f"{name}: cannot read the file ({e})") from None
     with f:
-        head = f.read(_HEAD)
+        head = _read_or_refuse(f, _HEAD, name)
         if not head.strip():
             raise TraceImportError(f"{name}, line 1: the file is empty")
         if format == MAST_DATA or (format == "auto" and not _looks_binary(head) and is_mast_data(head)):
             yield from _parse_mast_file(source, head, f, state)
             return
-        data = head + f.read(settings.MAST_IMPORT_MAX_FILE_BYTES + 1 - len(head))
+        data = head + _read_or_refuse(f, settings.MAST_IMPORT_MAX_FILE_BYTES + 1 - len(head), name)
     if len(data) > settings.MAST_IMPORT_MAX_FILE_BYTES:
         raise TraceImportError(f"{name}: more than {settings.MAST_IMPORT_MAX_FILE_BYTES:,} bytes; refused")
     text = _decode(data, name)

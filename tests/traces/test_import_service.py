@@ -369,3 +369,21 @@ def test_steps_are_written_with_stable_order_and_ids(project, demo_data):
     result = traces_import(project=project, paths_or_files=[demo_data / "appworld"])
     steps = list(Step.objects.filter(trace_id=result.trace_ids[0]).order_by("index"))
     assert [s.pk for s in steps] == sorted(s.pk for s in steps)
+
+
+def test_zip_member_whose_header_lies_about_its_size_is_refused(project, tmp_path, row_counts):
+    import struct
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("liar.log", b"A" * 100_000)
+    data = bytearray(buf.getvalue())
+    central = data.find(b"PK\x01\x02")
+    struct.pack_into("<I", data, 22, 1000)  # local header: uncompressed size
+    struct.pack_into("<I", data, central + 24, 1000)  # central directory: the same
+    archive = tmp_path / "liar.zip"
+    archive.write_bytes(bytes(data))
+    before = row_counts()
+    with pytest.raises(TraceImportError, match=r"liar\.zip:liar\.log: cannot read the file \(Bad CRC-32"):
+        traces_import(project=project, paths_or_files=[archive])
+    assert row_counts() == before
