@@ -55,7 +55,13 @@ def annotation_find(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, ro
 
 
 def annotation_snapshot(*, annotation: Annotation) -> dict:
-    """The annotation's full state as plain JSON (the shape of the API and of history rows)."""
+    """The annotation's full state as plain JSON (the shape of the API and of history rows).
+
+    A service that just wrote the state leaves it on ``annotation.snapshot``: no need to read it back.
+    """
+    cached = getattr(annotation, "snapshot", None)
+    if cached is not None and cached["revision"] == annotation.revision and cached["state"] == annotation.state:
+        return cached
     labels = (
         annotation.labels.select_related("mode")
         .order_by("mode__order", "mode__code")

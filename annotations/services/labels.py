@@ -112,6 +112,10 @@ def annotation_get_or_create(
     *, trace: Trace, user, taxonomy_version: TaxonomyVersion, round: Round | None = None
 ) -> Annotation:
     """My annotation of the trace (for this version and round), created empty if missing."""
+    return _get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round, lock=False)
+
+
+def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, round: Round | None, lock: bool):
     if not user_can(user=user, project=trace.project, capability="annotate"):
         raise AnnotationForbidden("Your role in this project does not allow labelling.")
     if round is not None:
@@ -126,13 +130,18 @@ def annotation_get_or_create(
             raise AnnotationLocked(refusal)
     rater = rater_for_user(user=user)
     keys = {"trace": trace, "rater": rater, "taxonomy_version": taxonomy_version, "round": round}
-    annotation = Annotation.objects.filter(**keys).first()
+    qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects
+    annotation = qs.filter(**keys).first()
     if annotation is None:
         try:
             with transaction.atomic():
                 annotation = Annotation.objects.create(**keys)
         except IntegrityError:  # the same user opened the trace twice at once
-            annotation = Annotation.objects.get(**keys)
+            annotation = qs.get(**keys)
+    # The caller's objects, so that later checks need no query.
+    annotation.trace, annotation.rater, annotation.taxonomy_version = trace, rater, taxonomy_version
+    if round is not None:
+        annotation.round = round
     return annotation
 
 
@@ -364,39 +373,42 @@ def annotation_save(
         annotation=annotation, labels=labels, task_success=task_success, notes=notes, open_codes=open_codes
     )
     with transaction.atomic():
-        current = _lock(annotation)
-        _ensure_round_editable(annotation=current)
-        before = annotation_snapshot(annotation=current)
-        if _content(before) == content:
-            return current
-        if current.revision != base_revision:
-            raise AnnotationConflict(
-                f"This annotation changed since revision {base_revision} (now at revision {current.revision}); "
-                "reload it before saving.",
-                current=before,
-            )
-        _write_labels(annotation=current, old=before["labels"], new=content["labels"])
-        if before["open_codes"] != content["open_codes"]:
-            current.open_codes.set(
-                _open_codes_get_or_create(project_id=current.trace.project_id, names=content["open_codes"])
-            )
-        action = AnnotationEvent.Action.SAVE
-        update = ["task_success", "notes", "revision", "updated_at"]
-        if current.state == Annotation.State.SUBMITTED and _missing_decisions(
-            annotation=current, labels=content["labels"]
-        ):
-            current.state = Annotation.State.DRAFT
-            current.submitted_at = None
-            update += ["state", "submitted_at"]
-            action = AnnotationEvent.Action.REOPEN
-        current.task_success = content["task_success"]
-        current.notes = content["notes"]
-        current.revision += 1
-        current.save(update_fields=update)
-        after = {"revision": current.revision, "state": current.state, **content}
-        AnnotationEvent.objects.create(
-            annotation=current, by=by, action=action, revision=current.revision, before=before, after=after
+        return _apply(current=_lock(annotation), by=by, base_revision=base_revision, content=content)
+
+
+def _apply(*, current: Annotation, by, base_revision: int, content: dict[str, Any]) -> Annotation:
+    """Compare-and-write on a row locked by the caller's transaction."""
+    _ensure_round_editable(annotation=current)
+    before = annotation_snapshot(annotation=current)
+    if _content(before) == content:
+        current.snapshot = before
+        return current
+    if current.revision != base_revision:
+        raise AnnotationConflict(
+            f"This annotation changed since revision {base_revision} (now at revision {current.revision}); "
+            "reload it before saving.",
+            current=before,
         )
+    _write_labels(annotation=current, old=before["labels"], new=content["labels"])
+    if before["open_codes"] != content["open_codes"]:
+        codes = _open_codes_get_or_create(project_id=current.trace.project_id, names=content["open_codes"])
+        current.open_codes.set(codes)
+    action = AnnotationEvent.Action.SAVE
+    update = ["task_success", "notes", "revision", "updated_at"]
+    if current.state == Annotation.State.SUBMITTED and _missing_decisions(annotation=current, labels=content["labels"]):
+        current.state = Annotation.State.DRAFT
+        current.submitted_at = None
+        update += ["state", "submitted_at"]
+        action = AnnotationEvent.Action.REOPEN
+    current.task_success = content["task_success"]
+    current.notes = content["notes"]
+    current.revision += 1
+    current.save(update_fields=update)
+    after = {"revision": current.revision, "state": current.state, **content}
+    AnnotationEvent.objects.create(
+        annotation=current, by=by, action=action, revision=current.revision, before=before, after=after
+    )
+    current.snapshot = after
     return current
 
 
@@ -485,6 +497,7 @@ def annotation_submit(*, annotation: Annotation, by, base_revision: int) -> Anno
             before=before,
             after=after,
         )
+    current.snapshot = after
     return current
 
 
@@ -502,15 +515,9 @@ def annotation_upsert(
 ) -> Annotation:
     """Save MY annotation of the trace, creating it on the first save; a refusal stores nothing at all."""
     with transaction.atomic():
-        annotation = annotation_get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round)
-        annotation.trace = trace
-        annotation.taxonomy_version = taxonomy_version
-        return annotation_save(
-            annotation=annotation,
-            by=user,
-            base_revision=base_revision,
-            labels=labels,
-            task_success=task_success,
-            notes=notes,
-            open_codes=open_codes,
+        current = _get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round, lock=True)
+        _ensure_author(annotation=current, by=user)
+        content = _clean_content(
+            annotation=current, labels=labels, task_success=task_success, notes=notes, open_codes=open_codes
         )
+        return _apply(current=current, by=user, base_revision=base_revision, content=content)
