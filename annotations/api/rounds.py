@@ -41,17 +41,17 @@ from ..services.rounds import (
     round_transition,
 )
 from .rounds_serializers import (
-    AdjudicationIn,
-    AdjudicationOut,
     AgreedLabelOut,
     AgreementReportOut,
-    AssignmentOut,
-    CommentIn,
-    CommentOut,
-    DisagreementOut,
+    RoundAdjudicationIn,
+    RoundAdjudicationOut,
+    RoundAssignmentOut,
+    RoundCommentIn,
+    RoundCommentOut,
     RoundCreateIn,
+    RoundDisagreementOut,
     RoundOut,
-    TransitionIn,
+    RoundTransitionIn,
 )
 
 
@@ -126,9 +126,9 @@ class RoundTransitionApi(RoundScopedMixin, APIView):
 
     capability = "manage"
 
-    @extend_schema(request=TransitionIn, responses={200: RoundOut})
+    @extend_schema(request=RoundTransitionIn, responses={200: RoundOut})
     def post(self, request: Request, pk: int) -> Response:
-        data = TransitionIn(data=request.data)
+        data = RoundTransitionIn(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             round_transition(round=self.round, by=request.user, **data.validated_data)
@@ -142,7 +142,7 @@ class AssignmentListApi(RoundScopedMixin, generics.ListAPIView):
     """Who labels which trace and how far they are. Managers see everyone's; others see their own
     (plus everyone's once the report is open to them)."""
 
-    serializer_class = AssignmentOut
+    serializer_class = RoundAssignmentOut
 
     def get_queryset(self):
         access = round_access(user=self.request.user, round=self.round)
@@ -169,7 +169,7 @@ class AssignmentListApi(RoundScopedMixin, generics.ListAPIView):
 class DisagreementListApi(RoundScopedMixin, generics.ListAPIView):
     """Units where the raters differ, each rater's label side by side (blind rule applied)."""
 
-    serializer_class = DisagreementOut
+    serializer_class = RoundDisagreementOut
 
     @extend_schema(
         parameters=[
@@ -194,16 +194,16 @@ class DisagreementListApi(RoundScopedMixin, generics.ListAPIView):
 class AdjudicationListApi(RoundScopedMixin, generics.ListAPIView):
     """The round's consensus rows; POST records the adjudicator's decision for one unit (managers)."""
 
-    serializer_class = AdjudicationOut
+    serializer_class = RoundAdjudicationOut
     capability = {"GET": "view", "POST": "manage"}
 
     def get_queryset(self):
         round_require_report_access(user=self.request.user, round=self.round)
         return round_adjudications(round=self.round)
 
-    @extend_schema(request=AdjudicationIn, responses={200: AdjudicationOut})
+    @extend_schema(request=RoundAdjudicationIn, responses={200: RoundAdjudicationOut})
     def post(self, request: Request, pk: int) -> Response:
-        data = AdjudicationIn(data=request.data)
+        data = RoundAdjudicationIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
         try:
@@ -217,13 +217,13 @@ class AdjudicationListApi(RoundScopedMixin, generics.ListAPIView):
             )
         except ValidationError as exc:
             return _bad(exc)
-        return Response(AdjudicationOut(round_adjudications(round=self.round).get(pk=adj.pk)).data)
+        return Response(RoundAdjudicationOut(round_adjudications(round=self.round).get(pk=adj.pk)).data)
 
 
 class CommentListApi(RoundScopedMixin, generics.ListAPIView):
     """Discussion threads of the round's disagreements; POST adds a comment."""
 
-    serializer_class = CommentOut
+    serializer_class = RoundCommentOut
 
     def get_queryset(self):
         round_require_report_access(user=self.request.user, round=self.round)
@@ -233,10 +233,10 @@ class CommentListApi(RoundScopedMixin, generics.ListAPIView):
             .order_by("created_at", "id")
         )
 
-    @extend_schema(request=CommentIn, responses={201: CommentOut})
+    @extend_schema(request=RoundCommentIn, responses={201: RoundCommentOut})
     def post(self, request: Request, pk: int) -> Response:
         round_require_report_access(user=request.user, round=self.round)
-        data = CommentIn(data=request.data)
+        data = RoundCommentIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
         try:
@@ -245,7 +245,7 @@ class CommentListApi(RoundScopedMixin, generics.ListAPIView):
             )
         except ValidationError as exc:
             return _bad(exc)
-        return Response(CommentOut(c).data, status=status.HTTP_201_CREATED)
+        return Response(RoundCommentOut(c).data, status=status.HTTP_201_CREATED)
 
 
 class AgreementApi(RoundScopedMixin, APIView):

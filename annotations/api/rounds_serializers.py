@@ -55,7 +55,7 @@ class RoundCreateIn(serializers.Serializer):
     reveal_in_review = serializers.BooleanField(default=True)
 
 
-class TransitionIn(serializers.Serializer):
+class RoundTransitionIn(serializers.Serializer):
     to = serializers.ChoiceField(choices=["open", "review", "closed"])
     with_majority = serializers.BooleanField(
         default=False, help_text="Closing: decide the remaining units by strict majority (ties refuse)."
@@ -63,20 +63,20 @@ class TransitionIn(serializers.Serializer):
     force = serializers.BooleanField(default=False, help_text="Review: start although submissions are missing.")
 
 
-class AssignmentOut(serializers.Serializer):
+class RoundAssignmentOut(serializers.Serializer):
     annotator = serializers.CharField()
     trace_id = serializers.IntegerField()
-    state = serializers.ChoiceField(choices=["todo", "draft", "submitted"])
+    state = serializers.CharField(help_text='"todo", "draft" or "submitted".')
 
 
-class RaterLabelOut(serializers.Serializer):
+class RoundRaterLabelOut(serializers.Serializer):
     username = serializers.CharField()
     decision = serializers.CharField(help_text='"present", "absent", "unsure", "" (no label) or "hidden" (blind).')
     evidence = serializers.ListField(child=serializers.DictField())
     rationale = serializers.CharField()
 
 
-class AdjudicationOut(serializers.ModelSerializer):
+class RoundAdjudicationOut(serializers.ModelSerializer):
     trace_id = serializers.IntegerField()
     mode = serializers.CharField(source="mode.code")
     by = serializers.CharField(source="by.username", allow_null=True, default=None)
@@ -86,7 +86,7 @@ class AdjudicationOut(serializers.ModelSerializer):
         fields = ["id", "trace_id", "mode", "decision", "basis", "note", "by", "at"]
 
 
-class CommentOut(serializers.ModelSerializer):
+class RoundCommentOut(serializers.ModelSerializer):
     trace_id = serializers.IntegerField()
     mode = serializers.CharField(source="mode.code")
     author = serializers.CharField(source="author.username")
@@ -96,25 +96,25 @@ class CommentOut(serializers.ModelSerializer):
         fields = ["id", "trace_id", "mode", "author", "body", "created_at"]
 
 
-class DisagreementOut(serializers.Serializer):
+class RoundDisagreementOut(serializers.Serializer):
     trace_id = serializers.IntegerField(source="trace.pk")
     trace_title = serializers.CharField(source="trace.display_name")
     mode = serializers.CharField(source="mode.code")
     mode_name = serializers.CharField(source="mode.name")
-    labels = RaterLabelOut(many=True)
+    labels = RoundRaterLabelOut(many=True)
     majority = serializers.CharField(allow_null=True)
-    adjudication = AdjudicationOut(allow_null=True)
-    comments = CommentOut(many=True)
+    adjudication = RoundAdjudicationOut(allow_null=True)
+    comments = RoundCommentOut(many=True)
 
 
-class AdjudicationIn(serializers.Serializer):
+class RoundAdjudicationIn(serializers.Serializer):
     trace_id = serializers.IntegerField()
     mode = serializers.CharField(help_text="Mode code in the round's taxonomy version, e.g. 1.3.")
     decision = serializers.ChoiceField(choices=Adjudication.Decision.choices)
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class CommentIn(serializers.Serializer):
+class RoundCommentIn(serializers.Serializer):
     trace_id = serializers.IntegerField()
     mode = serializers.CharField()
     body = serializers.CharField()
