@@ -38,6 +38,8 @@ has two methods, both called inside the import transaction (raise to abort the w
   (``{"1.1": 0|1|None, ...}`` or None), ``round`` and ``annotations`` (the human-labelled file's
   ``[{"failure mode": ..., "annotator_1": ..., ...}]``, or None).
 * ``on_finish(*, batch)`` once at the end, still inside the transaction, for bulk writes.
+* optional ``on_duplicate(*, batch, content_hash, parsed, extra)`` for a record whose trace is
+  already in the project (or earlier in this import); the trace row exists by ``on_finish``.
 
 ``batch`` is an :class:`ImportBatch` with ``project``, ``by`` (user or None), ``job`` (ImportJob
 or None) and ``state``, a dict in which hooks keep their own data (key it by your app name).
@@ -639,13 +641,41 @@ def _trace_row(
         "title": title[:300],
         "format": parsed.format[:40],
         "raw_text": raw,
-        "size_bytes": len(raw.encode("utf-8", "surrogatepass")),
+        "size_bytes": len(raw.encode("utf-8")),
         "content_hash": content_hash,
         "metadata": parsed.metadata,
         "outcome": parsed.outcome if parsed.outcome in ("success", "failure") else "",
         "import_job_id": job.pk if job is not None else None,
         **stats,
     }
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _make_storable(parsed: ParsedTrace) -> None:
+    """PostgreSQL text holds valid UTF-8 only: lone surrogates (JSON escapes such as "\\ud800" in a
+    record) become U+FFFD, counted in metadata["surrogates_replaced"], as the parsers do for NUL."""
+    try:
+        parsed.raw_text.encode("utf-8")
+        small = [parsed.task, parsed.mas_name, parsed.llm_name, parsed.benchmark, parsed.external_id]
+        agents = [st.agent for st in parsed.steps]
+        json.dumps([small, parsed.metadata, agents], ensure_ascii=False, default=str).encode()
+        return
+    except UnicodeEncodeError:
+        pass
+
+    def fix(text: str) -> str:
+        return _SURROGATE.sub("\ufffd", text)
+
+    count = len(_SURROGATE.findall(parsed.raw_text))
+    parsed.raw_text = fix(parsed.raw_text)
+    for attr in ("task", "mas_name", "llm_name", "benchmark", "external_id"):
+        setattr(parsed, attr, fix(getattr(parsed, attr)))
+    for st in parsed.steps:
+        st.content, st.agent = fix(st.content), fix(st.agent)
+    parsed.metadata = json.loads(fix(json.dumps(parsed.metadata, ensure_ascii=False, default=str)))
+    parsed.metadata["surrogates_replaced"] = count
 
 
 def content_hash(text: str) -> str:
@@ -715,9 +745,14 @@ def _import_sources(
         writer = _Writer(batch, hooks)
 
         def accept(parsed: ParsedTrace, title: str, extra: dict[str, Any]) -> None:
+            _make_storable(parsed)
+            title = _SURROGATE.sub("\ufffd", title)
             digest = content_hash(parsed.raw_text)
             if digest in seen:
                 state["duplicates"] += 1
+                for hook in hooks:  # optional: records whose trace is already stored (rounds need them)
+                    if hasattr(hook, "on_duplicate"):
+                        hook.on_duplicate(batch=batch, content_hash=digest, parsed=parsed, extra=extra)
                 return
             seen.add(digest)
             row = _trace_row(project=project, job=job, parsed=parsed, title=title, content_hash=digest)

@@ -387,3 +387,15 @@ def test_zip_member_whose_header_lies_about_its_size_is_refused(project, tmp_pat
     with pytest.raises(TraceImportError, match=r"liar\.zip:liar\.log: cannot read the file \(Bad CRC-32"):
         traces_import(project=project, paths_or_files=[archive])
     assert row_counts() == before
+
+
+def test_lone_surrogate_escapes_in_a_record_are_stored_as_replacement_characters(project, tmp_path):
+    path = tmp_path / "surrogate.jsonl"
+    path.write_text('{"mas_name": "AG2", "trace_id": 5, "trace": {"trajectory": "hello \\ud800 world\\nnext"}}\n')
+
+    result = traces_import(project=project, paths_or_files=[path])
+
+    trace = Trace.objects.get(pk=result.trace_ids[0])
+    assert trace.raw_text == "hello \ufffd world\nnext"
+    assert trace.metadata["surrogates_replaced"] == 1
+    assert trace.steps.get().content.startswith("hello \ufffd world")
