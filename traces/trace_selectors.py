@@ -12,7 +12,9 @@ import re
 import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 
+from django.core.paginator import Paginator
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Substr
 from django.http import Http404
@@ -155,6 +157,27 @@ def trace_list_for_user(*, user, project: Project, filters: TraceFilters | None 
             q |= Q(pk=int(f.q))
         qs = qs.filter(q)
     return qs.order_by(*SORTS[f.sort])
+
+
+class CappedCountPaginator(Paginator):
+    """A Paginator whose count stops at ``count_cap`` rows (free-text search can match thousands
+    of traces, and counting them all means reading every task; a LIMITed count stops early).
+    ``count_capped`` says whether the true count may be larger."""
+
+    count_cap = 1000
+
+    @cached_property
+    def count(self) -> int:
+        n = self.object_list[: self.count_cap + 1].count()
+        self.count_capped = n > self.count_cap
+        return min(n, self.count_cap)
+
+
+def trace_paginator(*, qs: QuerySet[Trace], filters: TraceFilters, per_page: int = PAGE_SIZE) -> Paginator:
+    """Exact counts normally; a capped count when the list is a free-text search."""
+    if filters.q:
+        return CappedCountPaginator(qs, per_page)
+    return Paginator(qs, per_page)
 
 
 def trace_filter_choices(*, project: Project) -> dict[str, list[str]]:
@@ -431,6 +454,7 @@ def raw_page_start(*, line: int, per_page: int = RAW_PAGE_LINES) -> int:
 
 
 __all__ = [
+    "CappedCountPaginator",
     "Outline",
     "StepView",
     "agent_hue",
@@ -446,6 +470,7 @@ __all__ = [
     "trace_get",
     "trace_list_for_user",
     "trace_outline",
+    "trace_paginator",
     "trace_raw_lines",
     "trace_raw_text",
     "trace_search",

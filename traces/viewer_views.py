@@ -1,18 +1,17 @@
 """The trace list, the trace page and the raw-text view (HTML). Reads live in trace_selectors."""
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 
 from .selectors import project_get_for_user
 from .trace_selectors import (
-    PAGE_SIZE,
     SORTS,
     TraceFilters,
     raw_page_start,
     trace_filter_choices,
     trace_get,
     trace_list_for_user,
+    trace_paginator,
     trace_raw_lines,
     trace_viewer_context,
 )
@@ -32,7 +31,7 @@ def trace_list(request, slug):
     project, role = project_get_for_user(user=request.user, slug=slug)
     filters = TraceFilters.from_query(request.GET)
     qs = trace_list_for_user(user=request.user, project=project, filters=filters)
-    page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = trace_paginator(qs=qs, filters=filters).get_page(request.GET.get("page"))
     return render(
         request,
         "traces/trace_list.html",

@@ -248,3 +248,18 @@ def test_list_api_query_count_is_pinned(client, viewer, project, n, django_asser
 def test_outsider_gets_404_on_list_api(client, outsider, project, mixed):
     client.force_login(outsider)
     assert client.get("/api/projects/demo/traces/").status_code == 404
+
+
+def test_search_count_stops_at_the_cap(client, viewer, project, monkeypatch):
+    from traces.trace_selectors import CappedCountPaginator
+
+    monkeypatch.setattr(CappedCountPaginator, "count_cap", 5)
+    for _ in range(8):
+        bare_trace(project, title="flaky migration")
+    client.force_login(viewer)
+    page = client.get(reverse("trace_list", args=["demo"]) + "?q=migration")
+    assert page.context["page_obj"].paginator.count == 5
+    assert "5+ traces match" in page.content.decode()
+    body = client.get("/api/projects/demo/traces/?q=migration").json()
+    assert (body["count"], body["count_capped"]) == (5, True)
+    assert client.get("/api/projects/demo/traces/").json()["count_capped"] is False

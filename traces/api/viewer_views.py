@@ -1,13 +1,16 @@
 """Trace list and viewer API: list, detail, a window of steps, raw text, search inside a trace."""
 
+from django.core.paginator import Paginator
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..trace_selectors import (
+    CappedCountPaginator,
     TraceFilters,
     trace_agent_hues,
     trace_get,
@@ -30,10 +33,29 @@ from .viewer_serializers import (
 )
 
 
+class TracePagination(PageNumberPagination):
+    """50 per page; with a free-text search the count stops at 1,000 (``count_capped`` says so)."""
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self.django_paginator_class = CappedCountPaginator if request.query_params.get("q") else Paginator
+        return super().paginate_queryset(queryset, request, view)
+
+    def get_paginated_response(self, data):
+        response = super().get_paginated_response(data)
+        response.data["count_capped"] = bool(getattr(self.page.paginator, "count_capped", False))
+        return response
+
+    def get_paginated_response_schema(self, schema):
+        schema = super().get_paginated_response_schema(schema)
+        schema["properties"]["count_capped"] = {"type": "boolean", "description": "count stopped at 1,000"}
+        return schema
+
+
 class TraceListApi(ProjectScopedMixin, generics.ListAPIView):
     """Traces of a project, filtered, searched and sorted; 50 per page; never the raw text."""
 
     serializer_class = TraceListOut
+    pagination_class = TracePagination
 
     @extend_schema(parameters=[TraceListIn])
     def get(self, request, *args, **kwargs):
