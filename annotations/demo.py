@@ -27,6 +27,7 @@ DEMO_USERS = [
 # "module:function" taking a DemoContext; each feature area adds its own line.
 STEPS = [
     "traces.demo:seed",
+    "traces.viewer_demo:seed",
     "annotations.demo_releases:seed",
 ]
 
