@@ -12,5 +12,7 @@ class AnnotationsConfig(AppConfig):
 
         from . import tasks_releases  # noqa: F401  (Celery autodiscovers only tasks.py)
         from .importing import MastDataJudgeHook
+        from .rounds_import import MastHumanRoundsHook
 
         register_import_hook(MastDataJudgeHook())
+        register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
