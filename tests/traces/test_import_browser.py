@@ -33,6 +33,10 @@ def test_manager_uploads_watches_progress_and_opens_the_trace(
     assert "Road Trip" in page.content()
     screenshot(page, "import-opened-trace")
 
+    page.goto(f"{live_server.url}/p/{project.slug}/import/")
+    assert page.inner_text(".import-jobs tbody tr:first-child td:nth-child(5)") == "done"
+    screenshot(page, "import-page-with-jobs")
+
 
 def test_a_bad_file_shows_the_exact_error_on_the_result_page(
     celery_worker_process, live_server, page, login, screenshot, project, manager, tmp_path
