@@ -244,7 +244,7 @@ def agent_hues(agents) -> dict[str, int]:
     for agent in sorted({a for a in agents if a}):
         hue = agent_hue(agent)
         for _ in range(16):
-            if all(min(abs(hue - t), 360 - abs(hue - t)) >= 30 for t in taken):
+            if all(min(abs(hue - t), 360 - abs(hue - t)) >= 40 for t in taken):
                 break
             hue = (hue + 47) % 360
         taken.append(hue)

@@ -300,3 +300,17 @@ def test_trace_list_filters_and_opens_a_trace(page, live_server, login, viewer, 
     page.click(".tl-table tbody a")
     page.wait_for_selector(".trace-viewer[data-ready='1']")
     assert page.locator(".td-title").inner_text().endswith("huge.log")
+
+
+def test_real_chatdev_trace_reads_well(page, live_server, login, viewer, project, shared_dir, screenshot):
+    log = next(shared_dir.glob("mast/traces/chatdev/gpt4o_CLI_Base64*/*.log"))
+    trace = trace_from_text(project, log.read_text(encoding="utf-8"), filename=log.name)
+    login(page, viewer)
+    errors = open_trace(page, live_server, trace)
+    assert errors == []
+    agents = set(page.locator(".tv-legend-item").all_inner_texts())
+    assert {"Programmer", "Code Reviewer"} <= agents
+    page.keyboard.press("j")
+    for _ in range(6):
+        page.keyboard.press("j")
+    screenshot(page, "viewer-real-chatdev", full_page=False)
