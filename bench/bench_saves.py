@@ -1,6 +1,6 @@
 """Concurrent annotation saves: 50 annotators autosaving against gunicorn + PostgreSQL on loopback.
 
-Run: .venv/bin/python bench/bench_saves.py [--clients 50] [--seconds 25] [--think-ms 250-750] [--workers 4]
+Run: .venv/bin/python bench/bench_saves.py [--clients 50] [--seconds 25] [--think-ms 500-1500] [--workers 4]
 
 1. Creates a fresh PostgreSQL database (DATABASE_URL's server, name mast_bench_saves), migrates it,
    and stores a project with 10 traces of 40 steps, 50 annotators with API tokens, and one
@@ -323,7 +323,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=25)
-    ap.add_argument("--think-ms", default="250-750", help="pause between two saves of one client (autosave pace)")
+    ap.add_argument("--think-ms", default="500-1500", help="pause between two saves of one client (~1 save/s: a busy annotator)")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--threads", type=int, default=8)
     args = ap.parse_args()

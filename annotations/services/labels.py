@@ -128,10 +128,15 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
         refusal = _round_refusal(round)
         if refusal:
             raise AnnotationLocked(refusal)
-    rater = rater_for_user(user=user)
+    qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects.all()
+    # One query on the hot path (an autosave): the rater comes with the annotation.
+    annotation = (
+        qs.select_related("rater")
+        .filter(trace=trace, rater__user=user, taxonomy_version=taxonomy_version, round=round)
+        .first()
+    )
+    rater = annotation.rater if annotation is not None else rater_for_user(user=user)
     keys = {"trace": trace, "rater": rater, "taxonomy_version": taxonomy_version, "round": round}
-    qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects
-    annotation = qs.filter(**keys).first()
     if annotation is None:
         try:
             with transaction.atomic():
