@@ -39,6 +39,7 @@ const MAX_STEPS = 400; // step cards kept in the DOM at once
 const MAX_LINES = 8000; // rendered lines kept in the DOM at once (about)
 const COLLAPSE_OVER = 40;
 const COLLAPSED_HEAD = 12;
+const EXPAND_MAX = 3000; // an expanded step shows at most this many lines; the raw view has the rest
 const KIND_LABELS = {
   message: "Message",
   tool_call: "Tool call",
@@ -399,8 +400,19 @@ class TraceViewer {
     const lines = content.split("\n");
     const pre = card.querySelector(".tv-pre");
     const btn = card.querySelector(".tv-expand");
+    const old = card.querySelector(".tv-more");
+    if (old) old.remove();
     if (expand) {
-      this.fillLines(pre, lines, Number(card.dataset.lineStart));
+      const first = Number(card.dataset.lineStart);
+      this.fillLines(pre, lines.slice(0, EXPAND_MAX), first);
+      if (lines.length > EXPAND_MAX) {
+        const more = el("p", "tv-more muted small", `${lines.length - EXPAND_MAX} more lines in this step: `);
+        const a = el("a", "", `open the raw text at line ${first + EXPAND_MAX}`);
+        const rawUrl = this.root.dataset.rawUrl || "";
+        a.href = `${rawUrl}?line=${first + EXPAND_MAX}`;
+        more.appendChild(a);
+        pre.after(more);
+      }
       card.classList.remove("is-collapsed");
       card.classList.add("is-expanded");
       if (btn) btn.textContent = "Collapse";

@@ -314,3 +314,24 @@ def test_real_chatdev_trace_reads_well(page, live_server, login, viewer, project
     for _ in range(6):
         page.keyboard.press("j")
     screenshot(page, "viewer-real-chatdev", full_page=False)
+
+
+def test_expanding_a_giant_step_stays_bounded(page, live_server, login, viewer, project):
+    body = "\n".join(f"output line {k}" for k in range(5000))
+    text = (
+        "[2026-30-11 09:00:00 INFO] Programmer: **Programmer<->Code Reviewer on : Coding, turn 0**\n\n"
+        f"{body}\n\n"
+        "[2026-30-11 09:00:01 INFO] Code Reviewer: **Code Reviewer<->Programmer on : Coding, turn 1**\n\nok\n"
+    )
+    trace = trace_from_text(project, text, filename="giant.log")
+    login(page, viewer)
+    open_trace(page, live_server, trace)
+    assert page.locator("#step-0 .tv-line").count() == 12
+    page.click("#step-0 .tv-expand")
+    page.wait_for_selector("#step-0 .tv-more a")
+    assert page.locator("#step-0 .tv-line").count() == 3000
+    href = page.locator("#step-0 .tv-more a").get_attribute("href")
+    page.click("#step-0 .tv-more a")
+    page.wait_for_selector("#L3001")
+    assert href.endswith("?line=3001")
+    assert page.locator("#L3001").inner_text().endswith("output line 2998")
