@@ -323,7 +323,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=25)
-    ap.add_argument("--think-ms", default="500-1500", help="pause between two saves of one client (~1 save/s: a busy annotator)")
+    ap.add_argument("--think-ms", default="500-1500", help="pause between saves (~1 save/s)")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--threads", type=int, default=8)
     args = ap.parse_args()
@@ -335,6 +335,7 @@ def main() -> int:
     infos = seed(env, args.clients)
     port = free_port()
     server = start_gunicorn(env, port, args.workers, args.threads)
+    print(f"{os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.1f}", flush=True)
     print(
         f"gunicorn -w {args.workers} -k gthread --threads {args.threads} on 127.0.0.1:{port}; "
         f"{args.clients} clients for {args.seconds:.0f} s, think {args.think_ms} ms",
@@ -362,6 +363,7 @@ def main() -> int:
         f"max {max(lat) * 1000:.1f}  mean {statistics.mean(lat) * 1000:.1f}"
     )
     print(f"errors: {len(errors)}" + (f"  first: {errors[0]}" if errors else ""))
+    print("machine load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     result = verify(env, clients)
     print(f"stored rows checked: {result['checked']} annotations; lost or wrong updates: {result['n_bad']}")
     if result["bad"]:
