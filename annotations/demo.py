@@ -28,6 +28,7 @@ DEMO_USERS = [
 STEPS = [
     "traces.demo:seed",
     "traces.viewer_demo:seed",
+    "annotations.demo_workspace:seed",
     "annotations.demo_rounds:seed",
     "annotations.demo_releases:seed",
 ]
