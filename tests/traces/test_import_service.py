@@ -399,3 +399,15 @@ def test_lone_surrogate_escapes_in_a_record_are_stored_as_replacement_characters
     assert trace.raw_text == "hello \ufffd world\nnext"
     assert trace.metadata["surrogates_replaced"] == 1
     assert trace.steps.get().content.startswith("hello \ufffd world")
+
+
+def test_the_real_shared_samples_import_whole(project, shared_dir):
+    result = traces_import(
+        project=project, paths_or_files=[shared_dir / "mast" / "traces", shared_dir / "mast" / "human_annotations"]
+    )
+
+    assert result.imported > 100
+    chatdev = Trace.objects.filter(format="chatdev", metadata__mad_record__isnull=True)
+    assert chatdev.count() == 6  # one per WareHouse folder: configs, meta.txt and .prompt are not traces
+    assert all(t.task for t in chatdev)
+    assert Trace.objects.filter(metadata__round__isnull=False).exists()  # the human-labelled records
