@@ -136,3 +136,26 @@ def test_stale_tab_shows_a_conflict_instead_of_overwriting(page, live_server, lo
     assert ann.labels.get().decision == "absent"
     page.click("#ws-banner >> text=Load saved version")
     assert page.locator(".ws-mode[data-code='1.1'] [data-decision='absent']").get_attribute("aria-pressed") == "true"
+
+
+def test_queue_and_accepting_a_revealed_suggestion(page, live_server, login, project, annotator, screenshot):
+    from tests.annotations.workspace_factories import make_llm_annotation
+
+    project.reveal_suggestions = True
+    project.save()
+    first = make_trace(project, n_steps=5, title="MetaGPT: median of a list")
+    make_trace(project, n_steps=5, title="AG2: math chat")
+    make_llm_annotation(first, name="gpt-judge", codes=("1.1",))
+    login(page, annotator)
+    page.goto(f"{live_server.url}/queue/")
+    page.wait_for_selector("#queue-next")
+    screenshot(page, "queue")
+    page.click("#queue-next")
+    page.wait_for_selector("#ws[data-ready='1']")
+    suggestion = page.locator(".ws-mode[data-code='1.1'] .ws-suggestion")
+    assert "gpt-judge (suggestion): present" in suggestion.inner_text()
+    screenshot(page, "workspace-suggestion", full_page=False)
+    page.keyboard.press("a")  # accept
+    wait_saved(page)
+    ann = Annotation.objects.get(trace=first, rater__user=annotator)
+    assert ann.labels.get().decision == "present"
