@@ -59,15 +59,16 @@ def setup_db() -> None:
     django.setup()
 
 
-def trace_text(lines: int, generated: bool) -> tuple[str, str]:
+def trace_text(lines: int, generated: bool) -> tuple[str, str, str]:
+    """(text, where it comes from, a rare word in it to search for)"""
     logs = sorted(CHATDEV.glob("*/*.log")) if CHATDEV.is_dir() and not generated else []
     if logs:
         parts = [p.read_text(encoding="utf-8", errors="replace").rstrip("\n") for p in logs]
         text = "\n".join("\n".join(parts).split("\n")[:lines]) + "\n"
-        return text, f"{len(logs)} real ChatDev logs from ../shared joined, first {lines} lines"
+        return text, f"{len(logs)} real ChatDev logs from ../shared joined, first {lines} lines", "checkmate"
     from tests.traces.viewer_factories import chatdev_log
 
-    return chatdev_log(lines=lines, long_step_every=9), "generated ChatDev-style log"
+    return chatdev_log(lines=lines, long_step_every=9), "generated ChatDev-style log", "turn 1000:"
 
 
 def build(lines: int, generated: bool):
@@ -77,7 +78,7 @@ def build(lines: int, generated: bool):
     from traces.models import Membership, Trace
     from traces.services import project_get_or_create
 
-    text, source = trace_text(lines, generated)
+    text, source, rare = trace_text(lines, generated)
     path = Path("/tmp/mast_bench_viewer_trace.log")
     path.write_text(text, encoding="utf-8")
     viewer, _ = get_user_model().objects.get_or_create(username="bench-viewer")
@@ -91,7 +92,7 @@ def build(lines: int, generated: bool):
         f"  {trace.size_bytes / 1024**2:.2f} MB, {trace.n_lines:,} lines, {trace.n_steps:,} steps, "
         f"{trace.n_agents} agents; imported in {time.perf_counter() - t:.1f} s"
     )
-    return viewer, trace
+    return viewer, trace, rare
 
 
 def pct(values: list[float], q: float) -> float:
@@ -99,7 +100,7 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def time_server(viewer, trace, runs: int) -> None:
+def time_server(viewer, trace, rare: str, runs: int) -> None:
     from django.test import Client
 
     client = Client()
@@ -112,7 +113,7 @@ def time_server(viewer, trace, runs: int) -> None:
             f"/api/projects/bench/traces/{trace.pk}/steps/?start={far}&limit=60&max_lines=1500",
         ),
         ("search API, common word", f"/api/projects/bench/traces/{trace.pk}/search/?q=the"),
-        ("search API, rare word", f"/api/projects/bench/traces/{trace.pk}/search/?q=checkmate"),
+        ("search API, rare word", f"/api/projects/bench/traces/{trace.pk}/search/?q={rare}"),
         ("raw view page (1,000 lines)", f"/p/bench/traces/{trace.pk}/raw/?start=15001"),
     ]
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work inflates wall time)")
@@ -132,7 +133,7 @@ def time_server(viewer, trace, runs: int) -> None:
         )
 
 
-def time_browser(viewer, trace, runs: int) -> None:
+def time_browser(viewer, trace, rare: str, runs: int) -> None:
     from django.conf import settings
     from django.contrib.staticfiles.handlers import StaticFilesHandler
     from django.test import Client
@@ -193,7 +194,7 @@ def time_browser(viewer, trace, runs: int) -> None:
         page.goto(url)
         page.wait_for_selector(".trace-viewer[data-ready='1']")
         t = time.perf_counter()
-        page.fill(".tv-search-input", "checkmate")
+        page.fill(".tv-search-input", rare)
         page.press(".tv-search-input", "Enter")
         page.wait_for_selector("mark.tv-hit.is-current", timeout=30000)
         search_ms = (time.perf_counter() - t) * 1000
@@ -222,7 +223,7 @@ def time_browser(viewer, trace, runs: int) -> None:
         f"{last['nodes']} DOM elements"
     )
     print(f"  jump to step {far}: {jump['ms']:.0f} ms (window fetched + rendered), {jump['cards']} step cards after")
-    print(f"  search 'checkmate' to first hit shown: {search_ms:.0f} ms ({hits})")
+    print(f"  search {rare!r} to first hit shown: {search_ms:.0f} ms ({hits})")
     print(f"  after scrolling down 30 screens: {after_scroll} step cards in the DOM")
 
 
@@ -234,9 +235,9 @@ def main() -> None:
     ap.add_argument("--generated", action="store_true", help="use generated content instead of ../shared")
     args = ap.parse_args()
     setup_db()
-    viewer, trace = build(args.lines, args.generated)
-    time_server(viewer, trace, args.runs)
-    time_browser(viewer, trace, args.browser_runs)
+    viewer, trace, rare = build(args.lines, args.generated)
+    time_server(viewer, trace, rare, args.runs)
+    time_browser(viewer, trace, rare, args.browser_runs)
 
 
 if __name__ == "__main__":
