@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import BigIntegerField, Case, Count, Q, Sum, Value, When
+from django.db.models import Count, Q
 
 from taxonomy.models import Category, FailureMode, TaxonomyVersion
 from traces.models import Project, Trace
 
 from ..models import Adjudication, Annotation, ModeLabel, Rater, Round
 from ..visibility import annotations_visible_to
-from .releases import VersionMapper
+from .releases import VersionMapper, mask_sum, version_modes
 
 AGREED = "agreed"
 FILTER_FIELDS = ("mas_name", "llm_name", "benchmark")
@@ -83,32 +83,10 @@ def dashboard_filter_choices(*, project: Project) -> dict[str, list[str]]:
     return {f: sorted(v) for f, v in out.items()}
 
 
-def _modes(version_ids: set[int]) -> dict[int, list[tuple[int, str]]]:
-    """version id -> [(mode id, code)] in the version's order."""
-    out: dict[int, list[tuple[int, str]]] = {v: [] for v in version_ids}
-    for mid, vid, code in (
-        FailureMode.objects.filter(version_id__in=version_ids)
-        .order_by("order", "code")
-        .values_list("id", "version_id", "code")
-    ):
-        out[vid].append((mid, code))
-    return out
-
-
-def _mask_sums(modes: dict[int, list[tuple[int, str]]], *, mode_field: str, decision_field: str) -> dict:
-    present = [
-        When(**{mode_field: mid, decision_field: "present"}, then=Value(1 << i))
-        for ms in modes.values()
-        for i, (mid, _c) in enumerate(ms)
-    ]
-    known = [
-        When(Q(**{mode_field: mid}) & Q(**{f"{decision_field}__in": ["present", "absent"]}), then=Value(1 << i))
-        for ms in modes.values()
-        for i, (mid, _c) in enumerate(ms)
-    ]
+def _mask_sums(modes: dict[int, list[tuple[int, str]]]) -> dict:
     return {
-        "p": Sum(Case(*present, default=Value(0), output_field=BigIntegerField())),
-        "k": Sum(Case(*known, default=Value(0), output_field=BigIntegerField())),
+        "p": mask_sum(modes, decision="present"),
+        "k": mask_sum(modes, decision__in=["present", "absent"]),
     }
 
 
@@ -129,10 +107,10 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
                 "taxonomy_version_id", flat=True
             )
         ) | {target.pk}
-        modes = _modes(versions)
+        modes = version_modes(versions)
         rows = list(
             base.values("round_id", "trace_id", "round__taxonomy_version_id")
-            .annotate(**_mask_sums(modes, mode_field="mode_id", decision_field="decision"))
+            .annotate(**_mask_sums(modes))
             .order_by("round__closed_at", "round_id")
             .values_list("trace_id", "round__taxonomy_version_id", "p", "k")
         )
@@ -148,11 +126,11 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
         if filters:
             visible = visible.filter(trace_id__in=Trace.objects.filter(trace_q, project=project).values("id"))
         versions = set(visible.values_list("taxonomy_version_id", flat=True).distinct()) | {target.pk}
-        modes = _modes(versions)
+        modes = version_modes(versions)
         rows = list(
             ModeLabel.objects.filter(annotation__in=visible)
             .values("annotation_id", "annotation__trace_id", "annotation__taxonomy_version_id")
-            .annotate(**_mask_sums(modes, mode_field="mode_id", decision_field="decision"))
+            .annotate(**_mask_sums(modes))
             .order_by("annotation__updated_at", "annotation_id")
             .values_list("annotation__trace_id", "annotation__taxonomy_version_id", "p", "k")
         )

@@ -10,20 +10,67 @@ mode) has none, the manager may ask for a majority vote of the human raters' sub
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import BigIntegerField, Case, Max, Q, QuerySet, Sum, TextField, Value, When
+from django.db.models.functions import Cast
 
 from taxonomy.models import FailureMode, ModeMapping, TaxonomyVersion
 from traces.models import Project, Trace
 
-from ..models import Adjudication, AgreementReport, ModeLabel, Rater, Release, ReleasePolicy, Round
+from ..models import Adjudication, AgreementReport, Annotation, ModeLabel, Rater, Release, ReleasePolicy, Round
 
-CHUNK = 2000
+CHUNK = 5000
 DECISION_VALUE = {"present": 1, "absent": 0}
+BASIS_NAMES = ("unanimous", "adjudicated", "majority")
+
+
+def version_modes(version_ids: set[int]) -> dict[int, list[tuple[int, str]]]:
+    """version id -> [(mode id, code)] in the version's order (bit i of a mask = i-th mode)."""
+    out: dict[int, list[tuple[int, str]]] = {v: [] for v in version_ids}
+    for mid, vid, code in (
+        FailureMode.objects.filter(version_id__in=version_ids)
+        .order_by("order", "code")
+        .values_list("id", "version_id", "code")
+    ):
+        out[vid].append((mid, code))
+    return out
+
+
+def mask_sum(modes: dict[int, list[tuple[int, str]]], **conditions) -> Sum:
+    """SUM(CASE WHEN mode_id = m AND <conditions> THEN 2^bit ...): one integer per group holding a
+    bit per mode, so labels fold into a few small rows in the database (one mode per row and group)."""
+    whens = [
+        When(Q(mode_id=mid, **conditions), then=Value(1 << i))
+        for ms in modes.values()
+        for i, (mid, _code) in enumerate(ms)
+    ]
+    return Sum(Case(*whens, default=Value(0), output_field=BigIntegerField()))
+
+
+_EVIDENCE_CACHE: dict[str, Any] = {}
+
+
+def _decode_evidence(text: str | None) -> Any:
+    """json.loads with a bounded cache: evidence values repeat a lot ([{"step": 3}]) and records are
+    serialised right away, never mutated, so sharing the decoded object is safe."""
+    if not text or text == "[]":
+        return []
+    value = _EVIDENCE_CACHE.get(text)
+    if value is None:
+        value = json.loads(text)
+        if len(_EVIDENCE_CACHE) < 50_000:
+            _EVIDENCE_CACHE[text] = value
+    return value
+
+
+def unpack(mask_present: int, mask_known: int, codes: list[str]) -> dict[str, int]:
+    return {c: (mask_present >> i) & 1 for i, c in enumerate(codes) if (mask_known >> i) & 1}
+
 
 # ------------------------------------------------------------------ mapping across taxonomy versions
 
@@ -144,6 +191,13 @@ def _submitted_labels(*, project: Project) -> QuerySet[ModeLabel]:
     )
 
 
+def _submitted_annotations(*, project: Project) -> QuerySet[Annotation]:
+    """The annotations behind _submitted_labels (30k rows where labels are 420k: cheaper to scan)."""
+    return Annotation.objects.filter(trace__project=project, state="submitted").filter(
+        Q(round__isnull=True) | Q(round__state=Round.State.CLOSED)
+    )
+
+
 def release_traces(
     *, project: Project, selection: str, round: Round | None = None, filters: dict | None = None, majority: bool = False
 ) -> QuerySet[Trace]:
@@ -159,8 +213,8 @@ def release_traces(
         return qs
     agreed = Q(id__in=closed_adjudications(project=project).values("trace_id"))
     if majority:
-        human = _submitted_labels(project=project).filter(annotation__rater__kind=Rater.Kind.HUMAN)
-        agreed |= Q(id__in=human.values("annotation__trace_id"))
+        human = _submitted_annotations(project=project).filter(rater__kind=Rater.Kind.HUMAN)
+        agreed |= Q(id__in=human.values("trace_id"))
     return qs.filter(agreed)
 
 
@@ -215,7 +269,7 @@ class ReleaseStats:
 
 def _rater_names(*, project: Project) -> dict[int, tuple[str, str]]:
     """rater id -> (kind, public name). People are pseudonymised as annotator_1, annotator_2, ... (by rater id)."""
-    ids = _submitted_labels(project=project).values("annotation__rater_id")
+    ids = _submitted_annotations(project=project).values("rater_id")
     out: dict[int, tuple[str, str]] = {}
     n = 0
     for rid, kind, name in Rater.objects.filter(id__in=ids).order_by("id").values_list("id", "kind", "name"):
@@ -264,15 +318,15 @@ def release_records(
     if spec.judge:
         wanted_kinds |= {Rater.Kind.LLM}
     adjudications = closed_adjudications(project=project, round=spec.round if spec.selection == "round" else None)
-    label_fields = [
-        "annotation__trace_id",
-        "annotation__rater_id",
-        "annotation__taxonomy_version_id",
-        "mode__code",
-        "decision",
-    ]
-    if spec.evidence:
-        label_fields += ["evidence", "rationale"]
+    versions = {spec.version.pk}
+    versions |= set(adjudications.order_by().values_list("round__taxonomy_version_id", flat=True).distinct())
+    if wanted_kinds:
+        versions |= set(
+            _submitted_annotations(project=project).order_by().values_list("taxonomy_version_id", flat=True).distinct()
+        )
+    modes = version_modes(versions)
+    codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
+    known_decision = {"decision__in": ["present", "absent"]}
     done = 0
     last_id = 0
     while True:
@@ -282,52 +336,84 @@ def release_records(
         last_id = chunk[-1]["id"]
         ids = [t["id"] for t in chunk]
 
-        # consensus: latest closed round wins per (trace, mode)
+        # consensus, folded per (trace, round) in SQL; the latest closed round wins per mode
         final: dict[int, dict[str, int | None]] = defaultdict(dict)
         basis: dict[int, dict[str, str]] = defaultdict(dict)
-        by_round: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)
-        round_basis: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)
-        round_version: dict[int, int] = {}
-        for tid, rid, vid, code, decision, b in (
+        adj_rows = (
             adjudications.filter(trace_id__in=ids)
-            .order_by("round__closed_at", "round_id")
-            .values_list("trace_id", "round_id", "round__taxonomy_version_id", "mode__code", "decision", "basis")
-        ):
-            by_round[(tid, rid)][code] = DECISION_VALUE[decision]
-            round_basis[(tid, rid)][code] = b
-            round_version[rid] = vid
+            .values("trace_id", "round_id", "round__taxonomy_version_id")
+            .annotate(
+                p=mask_sum(modes, decision="present"),
+                k=mask_sum(modes, **known_decision),
+                u=mask_sum(modes, basis="unanimous"),
+                m=mask_sum(modes, basis="majority"),
+                closed=Max("round__closed_at"),
+            )
+            .order_by()
+            .values_list("trace_id", "round_id", "round__taxonomy_version_id", "p", "k", "u", "m", "closed")
+        )
+        # sorted here, not in SQL: ORDER BY before GROUP BY would sort every label row
+        for tid, rid, vid, p, k, u, m, _closed in sorted(adj_rows, key=lambda r: (r[7], r[1])):
             stats.rounds.add(rid)
-        for (tid, rid), values in by_round.items():  # insertion order = closed_at order
-            mapped = mapper.map(round_version[rid], values)
+            values = unpack(int(p), int(k), codes_of[vid])
+            mapped = mapper.map(vid, values)
+            bits = {c: i for i, c in enumerate(codes_of[vid])}
             for code, v in mapped.items():
                 if v is None:
                     continue
                 final[tid][code] = v
-                src = [c for c in values if c == code]
-                basis[tid][code] = round_basis[(tid, rid)][src[0]] if src else "mapped"
+                i = bits.get(code)
+                if i is None:
+                    basis[tid][code] = "mapped"
+                else:
+                    basis[tid][code] = "unanimous" if (u >> i) & 1 else "majority" if (m >> i) & 1 else "adjudicated"
 
-        # raters' own labels (latest annotation per trace x rater wins)
+        # raters' own labels folded per annotation in SQL (latest annotation per trace x rater wins)
         per_rater: dict[int, dict[int, dict[str, int | None]]] = defaultdict(dict)
         extra: dict[int, dict[int, dict[str, tuple]]] = defaultdict(dict)
         if wanted_kinds:
-            raw: dict[tuple[int, int, int], dict[str, int | None]] = defaultdict(dict)
-            raw_extra: dict[tuple[int, int, int], dict[str, tuple]] = defaultdict(dict)
-            rows = (
-                _submitted_labels(project=project)
-                .filter(annotation__trace_id__in=ids, annotation__rater__kind__in=wanted_kinds)
-                .order_by("annotation__updated_at", "annotation_id")
-                .values_list(*label_fields)
+            scoped = _submitted_labels(project=project).filter(
+                annotation__trace_id__in=ids, annotation__rater__kind__in=wanted_kinds
             )
-            for row in rows:
-                tid, rid, vid, code, decision = row[:5]
-                key = (tid, rid, vid)
-                raw[key][code] = DECISION_VALUE.get(decision)
-                if spec.evidence and (row[5] or row[6]):
-                    raw_extra[key][code] = (row[5], row[6])
-            for (tid, rid, vid), values in raw.items():
-                per_rater[tid][rid] = mapper.map(vid, values)
-                if vid == mapper.target.pk and raw_extra.get((tid, rid, vid)):
-                    extra[tid][rid] = raw_extra[(tid, rid, vid)]
+            label_rows = (
+                scoped.values(
+                    "annotation_id", "annotation__trace_id", "annotation__rater_id", "annotation__taxonomy_version_id"
+                )
+                .annotate(
+                    p=mask_sum(modes, decision="present"),
+                    k=mask_sum(modes, **known_decision),
+                    updated=Max("annotation__updated_at"),
+                )
+                .order_by()
+                .values_list(
+                    "annotation__trace_id",
+                    "annotation__rater_id",
+                    "annotation__taxonomy_version_id",
+                    "p",
+                    "k",
+                    "updated",
+                    "annotation_id",
+                )
+            )
+            for tid, rid, vid, p, k, _u, _a in sorted(label_rows, key=lambda r: (r[5], r[6])):
+                per_rater[tid][rid] = mapper.map(vid, unpack(int(p), int(k), codes_of[vid]))
+            if spec.evidence:
+                # evidence as text: decoded only where there is some (most labels have none)
+                ev_rows = (
+                    scoped.filter(annotation__taxonomy_version=spec.version)
+                    .exclude(Q(evidence=[]) & Q(rationale=""))
+                    .order_by("annotation__updated_at", "annotation_id")
+                    .values_list(
+                        "annotation__trace_id",
+                        "annotation__rater_id",
+                        "mode__code",
+                        Cast("evidence", TextField()),
+                        "rationale",
+                    )
+                )
+                for tid, rid, code, ev_text, rationale in ev_rows:
+                    evidence = _decode_evidence(ev_text)
+                    extra[tid].setdefault(rid, {})[code] = (evidence, rationale)
 
         for t in chunk:
             tid = t["id"]
@@ -449,7 +535,7 @@ def release_inputs_fingerprint(*, project: Project) -> str:
     from django.db.models import Count, Max
 
     adj = closed_adjudications(project=project).aggregate(n=Count("id"), at=Max("at"), r=Max("round__closed_at"))
-    labels = _submitted_labels(project=project).aggregate(n=Count("id"), at=Max("annotation__updated_at"))
+    labels = _submitted_annotations(project=project).aggregate(n=Count("id"), at=Max("updated_at"))
     n_traces = Trace.objects.filter(project=project).count()
     key = f"{adj['n']}|{adj['at']}|{adj['r']}|{labels['n']}|{labels['at']}|{n_traces}"
     return hashlib.sha256(key.encode()).hexdigest()
