@@ -631,7 +631,8 @@ class Disagreement:
 
     @property
     def key(self) -> str:
-        return f"{self.trace.pk}-{self.mode.code}"
+        # Used as an HTML id and in CSS selectors (htmx targets): no dots.
+        return f"{self.trace.pk}-{self.mode.code}".replace(".", "_")
 
 
 def round_disagreements(
