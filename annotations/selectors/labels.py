@@ -282,3 +282,12 @@ def round_for_annotator(*, user, project: Project, round_id: int) -> Round | Non
         .filter(project=project, pk=round_id, round_annotators__user=user)
         .first()
     )
+
+
+def round_of_trace_for_annotator(*, user, trace: Trace) -> Round | None:
+    """An open or in-review round holding the trace where the user annotates (the oldest)."""
+    return (
+        Round.objects.filter(round_traces__trace=trace, state__in=ROUND_QUEUE_STATES, round_annotators__user=user)
+        .order_by("created_at", "id")
+        .first()
+    )

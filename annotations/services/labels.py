@@ -45,6 +45,7 @@ MAX_EVIDENCE = 50
 DECISIONS = ("present", "absent", "unsure")
 FINAL_DECISIONS = ("present", "absent")
 EDITABLE_ROUND_STATES = (Round.State.OPEN, Round.State.REVIEW)
+BLIND_ROUND_STATES = (Round.State.DRAFT, Round.State.OPEN)
 
 
 class AnnotationError(Exception):
@@ -128,6 +129,14 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
         refusal = _round_refusal(round)
         if refusal:
             raise AnnotationLocked(refusal)
+    else:
+        # A trace in a draft or open round is labelled inside that round (blind), not beside it.
+        blind = Round.objects.filter(round_traces__trace=trace, state__in=BLIND_ROUND_STATES).first()
+        if blind is not None:
+            raise AnnotationLocked(
+                f"Trace {trace.pk} is in round {blind.name!r} ({blind.state}): it is labelled inside that round "
+                "while the round is blind."
+            )
     qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects.all()
     # One query on the hot path (an autosave): the rater comes with the annotation.
     annotation = (

@@ -25,6 +25,7 @@ from ..selectors.labels import (
     queue_round_items,
     queue_trace_items,
     round_for_annotator,
+    round_of_trace_for_annotator,
     trace_annotations_visible,
     version_modes,
 )
@@ -106,6 +107,9 @@ def workspace(request, slug, pk):
             raise Http404("No such round among yours in this project.")
         version = round.taxonomy_version
     else:
+        mine = round_of_trace_for_annotator(user=request.user, trace=trace)
+        if mine is not None:  # my round work on this trace happens inside the round
+            return redirect(_workspace_url(slug, trace.pk, mine.pk))
         version = project.taxonomy_version
         if version is None:
             raise Http404("This project has no taxonomy version to label with.")

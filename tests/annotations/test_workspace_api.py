@@ -295,3 +295,36 @@ def test_annotation_events_are_only_written_for_accepted_changes(trace, annotato
     c.put(url(trace), body(0, notes="stale"), format="json")
     c.put(url(trace), body(1, [{"code": "x"}]), format="json")
     assert AnnotationEvent.objects.count() == 1
+
+
+def test_trace_of_an_open_round_is_not_labelled_beside_the_round(project, trace, annotator, annotator2):
+    make_round(project, traces=[trace], annotators=[annotator2])
+    before = db_state()
+    r = client_for(annotator).put(url(trace), body(0), format="json")
+    assert r.status_code == 403 and "labelled inside that round" in r.json()["detail"]
+    assert db_state() == before
+
+
+def test_workspace_sends_my_round_work_into_the_round(client, project, trace, annotator):
+    rnd = make_round(project, traces=[trace], annotators=[annotator])
+    client.force_login(annotator)
+    r = client.get(reverse("annotations:workspace", kwargs={"slug": project.slug, "pk": trace.pk}))
+    assert r.status_code == 302 and r["Location"].endswith(f"?round={rnd.pk}")
+
+
+def test_queue_page_query_count_is_fixed(client, project, annotator, django_assert_num_queries):
+    traces = [make_trace(project, title=f"p{i}") for i in range(5)]
+    make_round(project, traces=traces[:2], annotators=[annotator])
+    client.force_login(annotator)
+    client.get(reverse("annotations:queue"))
+    with django_assert_num_queries(8):
+        r = client.get(reverse("annotations:queue"))
+    assert r.status_code == 200
+
+
+def test_open_codes_query_count_is_fixed(project, trace, annotator, django_assert_num_queries):
+    c = client_for(annotator)
+    c.put(url(trace), body(0, open_codes=[f"code {i}" for i in range(8)]), format="json")
+    with django_assert_num_queries(3):
+        r = c.get(f"/api/projects/{project.slug}/open-codes/")
+    assert r.json()["count"] == 8
