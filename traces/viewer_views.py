@@ -46,6 +46,7 @@ def trace_list(request, slug):
             "choices": trace_filter_choices(project=project),
             "sorts": [(key, SORT_LABELS[key]) for key in SORTS],
             "querystring_prefix": (filters.querystring() + "&") if filters.querystring() else "",
+            "sort_links": {key: "?" + filters.querystring(sort=key) for key in SORTS},
         },
     )
 

@@ -14,7 +14,7 @@
  *     onStepFocus(stepIndex) {},          // the focused step changed (j/k, click, outline, focusStep, hit)
  *     onStepClick(stepIndex, event) {},   // a click inside a step card
  *     onLineSelect({ start, end }) {},    // click a line number; shift+click extends the range
- *     keyboard: true,                     // j/k next/prev step, g/G first/last, / search (on document)
+ *     keyboard: true,                     // j/k next/prev step, g/G first/last, / search, n/N next/prev hit
  *     useHash: false,                     // follow and write #step-N / #LN / #LN-LM
  *   });
  *   viewer.focusStep(i)       -> Promise: loads the window holding step i if needed, scrolls, focuses
@@ -348,7 +348,7 @@ class TraceViewer {
     card.dataset.lineEnd = String(s.line_end);
     card.style.setProperty("--h", String(Number(s.hue)));
     const head = el("header", "tv-step-head");
-    head.appendChild(el("span", "tv-agent", s.agent || "(no agent)"));
+    if (s.agent) head.appendChild(el("span", "tv-agent", s.agent));
     const kind = el("span", "tv-kind", KIND_LABELS[s.kind] || s.kind);
     kind.classList.add(`tv-kind-${String(s.kind).replace(/[^a-z_]/g, "")}`);
     head.appendChild(kind);
@@ -496,7 +496,8 @@ class TraceViewer {
     if (!this.total || !this.outline) return;
     const i = this.stepAtOutlineY(e.clientY);
     const o = this.outline;
-    this.canvas.title = `Step ${i} · ${o.agents[o.a[i]] || "(no agent)"} · L${o.ls[i]}–L${o.le[i]}`;
+    const who = o.agents[o.a[i]] || KIND_LABELS[o.kinds[o.k[i]]] || o.kinds[o.k[i]];
+    this.canvas.title = `Step #${i} · ${who} · L${o.ls[i]}–L${o.le[i]}`;
   }
 
   updateViewBox() {
@@ -708,6 +709,9 @@ class TraceViewer {
     } else if (e.key === "k") {
       e.preventDefault();
       this.focusStep(this.current - 1);
+    } else if ((e.key === "n" || e.key === "N") && this.search.hits.length) {
+      e.preventDefault();
+      this.stepHit(e.key === "n" ? 1 : -1);
     } else if (e.key === "g") {
       e.preventDefault();
       this.focusStep(0);

@@ -93,6 +93,24 @@ def test_enter_and_shift_enter_walk_the_hits(page, live_server, login, viewer, h
     page.wait_for_function(f"() => document.querySelector('.tv-hits').textContent.startsWith('{total} of')")
 
 
+def test_n_and_shift_n_walk_the_hits_outside_the_search_box(page, live_server, login, viewer, huge_trace):
+    login(page, viewer)
+    open_trace(page, live_server, huge_trace)
+    page.fill(".tv-search-input", "turn 3:")
+    page.press(".tv-search-input", "Enter")
+    page.wait_for_selector("mark.tv-hit.is-current")
+    page.press(".tv-search-input", "Escape")  # leaves the box; Escape also clears the search
+    page.fill(".tv-search-input", "turn 5:")
+    page.press(".tv-search-input", "Enter")
+    page.wait_for_selector("mark.tv-hit.is-current")
+    page.locator(".tv-scroll").click(position={"x": 5, "y": 5})
+    page.keyboard.press("n")
+    page.wait_for_function("() => document.querySelector('.tv-hits').textContent.startsWith('2 of')")
+    page.keyboard.press("Shift+N")
+    page.wait_for_function("() => document.querySelector('.tv-hits').textContent.startsWith('1 of')")
+    assert page.locator("mark.tv-hit.is-current").inner_text() == "turn 5:"
+
+
 def test_a_hit_in_a_far_step_loads_its_window(page, live_server, login, viewer, huge_trace):
     login(page, viewer)
     open_trace(page, live_server, huge_trace)

@@ -171,6 +171,13 @@ def test_list_page_paginates_by_50(client, viewer, project):
     assert "Page 1 of 2" in first.content.decode()
 
 
+def test_list_page_column_headers_sort_within_the_filters(client, viewer, project, mixed):
+    client.force_login(viewer)
+    html = client.get(reverse("trace_list", args=["demo"]) + "?framework=AG2").content.decode()
+    assert 'href="?framework=AG2&amp;sort=steps"' in html
+    assert 'href="?framework=AG2&amp;sort=size"' in html
+
+
 def test_list_page_keeps_filters_in_pagination_links(client, viewer, project):
     for _ in range(51):
         bare_trace(project, mas_name="AG2")
