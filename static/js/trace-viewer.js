@@ -14,7 +14,8 @@
  *     onStepFocus(stepIndex) {},          // the focused step changed (j/k, click, outline, focusStep, hit)
  *     onStepClick(stepIndex, event) {},   // a click inside a step card
  *     onLineSelect({ start, end }) {},    // click a line number; shift+click extends the range
- *     keyboard: true,                     // j/k next/prev step, g/G first/last, / search, n/N next/prev hit
+ *     keyboard: true,                     // j/k next/prev step, g/G first/last, / search (on document)
+ *     hitKeys: false,                     // also n/N for next/previous search hit (the trace page sets it)
  *     useHash: false,                     // follow and write #step-N / #LN / #LN-LM
  *   });
  *   viewer.focusStep(i)       -> Promise: loads the window holding step i if needed, scrolls, focuses
@@ -709,7 +710,7 @@ class TraceViewer {
     } else if (e.key === "k") {
       e.preventDefault();
       this.focusStep(this.current - 1);
-    } else if ((e.key === "n" || e.key === "N") && this.search.hits.length) {
+    } else if ((e.key === "n" || e.key === "N") && this.opts.hitKeys && this.search.hits.length) {
       e.preventDefault();
       this.stepHit(e.key === "n" ? 1 : -1);
     } else if (e.key === "g") {
