@@ -103,3 +103,38 @@ def test_trace_of_another_project_is_404(client, viewer, small_trace):
     foreign = trace_from_text(other, chatdev_log(lines=40), filename="foreign.log")
     client.force_login(viewer)
     assert client.get(reverse("trace_detail", args=["demo", foreign.pk])).status_code == 404
+
+
+def test_viewer_context_is_the_embedding_contract(huge_trace):
+    from traces.trace_selectors import trace_get, trace_viewer_context
+
+    ctx = trace_viewer_context(trace=trace_get(project=huge_trace.project, pk=huge_trace.pk))
+    assert set(ctx) == {"trace", "first_steps", "outline"}
+    assert [s.index for s in ctx["first_steps"]] == list(range(len(ctx["first_steps"])))
+    assert len(ctx["outline"]["a"]) == huge_trace.n_steps
+
+
+def test_outline_maps_a_line_to_its_step(huge_trace):
+    from traces.trace_selectors import trace_outline
+
+    outline = trace_outline(trace=huge_trace)
+    assert outline.step_for_line(1) == 0
+    assert outline.step_for_line(outline.line_start[500]) == 500
+    assert outline.step_for_line(outline.line_end[500]) == 500
+    gap = outline.line_end[500] + 1  # a blank line between steps belongs to the next one
+    assert outline.step_for_line(gap) == 501
+    assert outline.step_for_line(10**9) is None
+
+
+def test_viewer_include_renders_in_another_page(huge_trace):
+    from django.template.loader import render_to_string
+
+    from traces.trace_selectors import trace_get, trace_viewer_context
+
+    ctx = trace_viewer_context(trace=trace_get(project=huge_trace.project, pk=huge_trace.pk))
+    html = render_to_string(
+        "traces/_viewer.html", {"trace": ctx["trace"], "steps": ctx["first_steps"], "outline": ctx["outline"]}
+    )
+    for attr in ("data-trace-id", "data-steps-url", "data-search-url", "data-total-steps", "data-outline-url"):
+        assert attr in html
+    assert 'id="tv-outline-data"' in html
