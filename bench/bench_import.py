@@ -123,6 +123,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=200)
     ap.add_argument("--out", default="/tmp/mast_bench_import.json")
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
+    ap.add_argument("--no-build", action="store_true", help="reuse the file built by an earlier run")
     args = ap.parse_args()
 
     base_url = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
@@ -133,8 +134,11 @@ def main() -> None:
 
     out = Path(args.out)
     t = time.perf_counter()
-    size = build(out, args.records, args.mb)
-    print(f"built {out}: {args.records} records, {size / 1024**2:.1f} MB in {time.perf_counter() - t:.1f} s")
+    if args.no_build and out.exists():
+        size = out.stat().st_size
+    else:
+        size = build(out, args.records, args.mb)
+        print(f"built {out}: {args.records} records, {size / 1024**2:.1f} MB in {time.perf_counter() - t:.1f} s")
 
     env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-secret-key-x" * 2)}
     admin = f"{server}/postgres"
@@ -163,6 +167,7 @@ def main() -> None:
         pct = 100 * p.bytes_done / p.bytes_total if p.bytes_total else 0
         print(f"\r  {pct:5.1f}%  {p.imported} imported", end="", file=sys.stderr, flush=True)
 
+    load_before = os.getloadavg()[0]
     t = time.perf_counter()
     result = traces_import(project=project, paths_or_files=[out], progress=progress)
     elapsed = time.perf_counter() - t
@@ -171,7 +176,8 @@ def main() -> None:
     mb = size / 1024**2
     print(f"imported {result.imported} traces ({result.duplicates} duplicates) from {mb:.1f} MB in {elapsed:.1f} s")
     print(f"  {mb / elapsed:.1f} MB/s, {result.imported / elapsed:.0f} records/s")
-    print(f"  peak RSS {peak:.0f} MB (process after Django setup: {rss_before:.0f} MB)")
+    print(f"  machine load average (2 cores) when the import started: {load_before:.1f}")
+    print(f"  peak RSS {peak:.0f} MB (importing process; {rss_before:.0f} MB after Django setup)")
     print(
         f"  rows: {Trace.objects.count()} traces, {Step.objects.count()} steps, "
         f"{ModeLabel.objects.count()} MAST-Data judge labels"

@@ -14,7 +14,9 @@ How it works
    beside them are not traces and are skipped.
 2. **Parse** each source with the pure parsers in ``traces.parsers``: MAST-Data JSON / JSONL is
    streamed record by record (``iter_mast_records``), anything else is decoded as UTF-8 and given
-   to ``parse_trace``.
+   to ``parse_trace``. (Parsing in a second process was tried and measured: on two cores shared
+   with PostgreSQL it was no faster, see bench/bench_import.py.) The COPY data is sent by
+   psycopg's queued writer thread, so the server works while the next rows are parsed.
 3. **Write** in ONE transaction: on PostgreSQL, trace ids are reserved from the sequence and the
    Trace and Step rows go in with ``COPY`` in batches (a few MB each), so the 200 MB MAST-Data
    file never sits in memory; elsewhere (the SQLite demo) the ORM's ``bulk_create`` does it.
@@ -58,7 +60,6 @@ progress to a small JSON file beside the uploaded files (see ``traces/tasks.py``
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import logging
@@ -78,8 +79,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg.copy import QueuedLibpqWriter
 
+from .import_prep import (  # noqa: F401 - trace_stats and content_hash are part of this module's API
+    clean_title,
+    content_hash,
+    mast_record_trace,
+    prepare,
+    trace_stats,
+)
 from .models import ImportJob, Project, Step, Trace
-from .parsers import FORMATS, ParsedTrace, ParseError, is_mast_data, iter_mast_records, parse_mast_record, parse_trace
+from .parsers import FORMATS, ParsedTrace, ParseError, is_mast_data, iter_mast_records, parse_trace
 
 logger = logging.getLogger(__name__)
 
@@ -447,49 +455,6 @@ class _Counting:
         return data
 
 
-# ---------------------------------------------------------------------------------------- stats
-
-_IGNORED = b"0123456789 \t\n\r\x0b\x0c"
-
-
-def trace_stats(parsed: ParsedTrace) -> dict[str, Any]:
-    """Statistics stored on the Trace row (computed once, at import)."""
-    agents: list[str] = []
-    seen_agents: set[str] = set()
-    switches = 0
-    prev = None
-    repeated = 0
-    seen: set[bytes] = set()
-    for st in parsed.steps:
-        if st.agent:
-            if st.agent not in seen_agents:
-                seen_agents.add(st.agent)
-                agents.append(st.agent)
-            if prev is not None and st.agent != prev:
-                switches += 1
-            prev = st.agent
-        # near-identical: the same text once whitespace and digits (timestamps, counters, ids) are
-        # dropped; bytes.translate does it in one C pass (a regex over 200 MB of steps costs seconds)
-        norm = st.content.encode("utf-8", "surrogatepass").translate(None, _IGNORED)
-        if not norm:
-            continue
-        key = hashlib.blake2b(norm, digest_size=16).digest()
-        if key in seen:
-            repeated += 1
-        else:
-            seen.add(key)
-    text = parsed.raw_text
-    return {
-        "n_steps": len(parsed.steps),
-        "n_agents": len(agents),
-        "agents": agents,
-        "n_agent_switches": switches,
-        "n_chars": len(text),
-        "n_lines": text.count("\n") + 1 if text else 0,
-        "n_repeated_steps": repeated,
-    }
-
-
 # ---------------------------------------------------------------------------------------- writing
 
 _TRACE_COLUMNS = (
@@ -627,9 +592,8 @@ def _quote(column: str) -> str:
 
 
 def _trace_row(
-    *, project: Project, job: ImportJob | None, parsed: ParsedTrace, title: str, content_hash: str
+    *, project: Project, job: ImportJob | None, parsed: ParsedTrace, title: str, digest: str, stats: dict[str, Any]
 ) -> dict[str, Any]:
-    stats = trace_stats(parsed)
     raw = parsed.raw_text
     return {
         "project_id": project.pk,
@@ -642,44 +606,12 @@ def _trace_row(
         "format": parsed.format[:40],
         "raw_text": raw,
         "size_bytes": len(raw.encode("utf-8")),
-        "content_hash": content_hash,
+        "content_hash": digest,
         "metadata": parsed.metadata,
         "outcome": parsed.outcome if parsed.outcome in ("success", "failure") else "",
         "import_job_id": job.pk if job is not None else None,
         **stats,
     }
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _make_storable(parsed: ParsedTrace) -> None:
-    """PostgreSQL text holds valid UTF-8 only: lone surrogates (JSON escapes such as "\\ud800" in a
-    record) become U+FFFD, counted in metadata["surrogates_replaced"], as the parsers do for NUL."""
-    try:
-        parsed.raw_text.encode("utf-8")
-        small = [parsed.task, parsed.mas_name, parsed.llm_name, parsed.benchmark, parsed.external_id]
-        agents = [st.agent for st in parsed.steps]
-        json.dumps([small, parsed.metadata, agents], ensure_ascii=False, default=str).encode()
-        return
-    except UnicodeEncodeError:
-        pass
-
-    def fix(text: str) -> str:
-        return _SURROGATE.sub("\ufffd", text)
-
-    count = len(_SURROGATE.findall(parsed.raw_text))
-    parsed.raw_text = fix(parsed.raw_text)
-    for attr in ("task", "mas_name", "llm_name", "benchmark", "external_id"):
-        setattr(parsed, attr, fix(getattr(parsed, attr)))
-    for st in parsed.steps:
-        st.content, st.agent = fix(st.content), fix(st.agent)
-    parsed.metadata = json.loads(fix(json.dumps(parsed.metadata, ensure_ascii=False, default=str)))
-    parsed.metadata["surrogates_replaced"] = count
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------- service
@@ -744,10 +676,12 @@ def _import_sources(
         seen = set(Trace.objects.filter(project=project).values_list("content_hash", flat=True))
         writer = _Writer(batch, hooks)
 
-        def accept(parsed: ParsedTrace, title: str, extra: dict[str, Any]) -> None:
-            _make_storable(parsed)
-            title = _SURROGATE.sub("\ufffd", title)
-            digest = content_hash(parsed.raw_text)
+        def accept(
+            parsed: ParsedTrace, title: str, extra: dict[str, Any], digest: str | None, stats: dict | None
+        ) -> None:
+            if digest is None or stats is None:  # not prepared by the parser process
+                digest, stats = prepare(parsed)
+                title = clean_title(title)
             if digest in seen:
                 state["duplicates"] += 1
                 for hook in hooks:  # optional: records whose trace is already stored (rounds need them)
@@ -755,16 +689,17 @@ def _import_sources(
                         hook.on_duplicate(batch=batch, content_hash=digest, parsed=parsed, extra=extra)
                 return
             seen.add(digest)
-            row = _trace_row(project=project, job=job, parsed=parsed, title=title, content_hash=digest)
+            row = _trace_row(project=project, job=job, parsed=parsed, title=title, digest=digest, stats=stats)
             writer.add(parsed, row, extra)
             state["imported"] += 1
 
         for source in sources:
             state["current"] = source.name
             state["base"] = state["done"]
-            for parsed, title, extra in _parse_source(source, format, state, report):
-                accept(parsed, title, extra)
-                report()
+            with contextlib.closing(_parse_source(source, format, state)) as items:
+                for parsed, title, extra, digest, stats in items:
+                    accept(parsed, title, extra, digest, stats)
+                    report()
             state["done"] = state["base"] + source.size
             report()
         writer.flush()
@@ -784,9 +719,11 @@ def _read_or_refuse(f: IO[bytes], n: int, name: str) -> bytes:
         raise TraceImportError(f"{name}: cannot read the file ({e})") from None
 
 
-def _parse_source(
-    source: _Source, format: str, state: dict, report: Callable[..., None]
-) -> Iterator[tuple[ParsedTrace, str, dict[str, Any]]]:
+_Item = tuple[ParsedTrace, str, dict[str, Any], "str | None", "dict | None"]
+
+
+def _parse_source(source: _Source, format: str, state: dict) -> Iterator[_Item]:
+    """(parsed, title, extra, digest, stats) per trace; digest and stats are None when not computed yet."""
     name = source.name
     try:
         f = source.opener()
@@ -813,12 +750,10 @@ def _parse_source(
     if source.meta:
         parsed.metadata["chatdev_meta"] = source.meta
     title = parsed.metadata.get("project_name") or PurePosixPath(name.split(":")[-1]).name
-    yield parsed, str(title), {"source_file": name, "record_number": None}
+    yield parsed, str(title), {"source_file": name, "record_number": None}, None, None
 
 
-def _parse_mast_file(
-    source: _Source, head: bytes, f: IO[bytes], state: dict
-) -> Iterator[tuple[ParsedTrace, str, dict[str, Any]]]:
+def _parse_mast_file(source: _Source, head: bytes, f: IO[bytes], state: dict) -> Iterator[_Item]:
     name = source.name
 
     def on_bytes(n: int) -> None:
@@ -828,23 +763,8 @@ def _parse_mast_file(
     stream = _Counting(f, name, on_bytes)
     try:
         for rec in iter_mast_records(_Prefixed(head, stream), filename=name):
-            try:
-                parsed = parse_mast_record(rec)
-            except ParseError as e:
-                raise TraceImportError(_where(name, e, record=rec.number)) from None
-            parsed.metadata["source_file"] = name
-            title = " · ".join(x for x in (parsed.mas_name, parsed.benchmark, rec.trace_id or rec.key) if x)
-            extra = {
-                "source_file": name,
-                "record_number": rec.number,
-                "trace_id": rec.trace_id,
-                "mas_name": rec.mas_name,
-                "benchmark_name": rec.benchmark_name,
-                "mast_annotation": rec.mast_annotation,
-                "round": rec.round,
-                "annotations": rec.annotations,
-            }
-            yield parsed, title or f"record {rec.number}", extra
+            parsed, title, extra = mast_record_trace(rec, name)
+            yield parsed, title, extra, None, None
     except ParseError as e:
         raise TraceImportError(_where(name, e)) from None
 
