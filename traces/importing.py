@@ -31,7 +31,8 @@ Hooks
 -----
 Other apps store what comes WITH a record without this module knowing about them
 (dependencies point taxonomy <- traces <- annotations). ``register_import_hook(hook)``; a hook
-has two methods, both called inside the import transaction (raise to abort the whole import):
+has two methods (and an optional third), all called inside the import transaction (raise to
+abort the whole import):
 
 * ``on_trace(*, batch, trace_id, parsed, extra)`` for each NEWLY created trace (not for
   duplicates). ``parsed`` is the ``ParsedTrace``; ``extra`` is a dict with ``source_file`` (name
@@ -54,7 +55,7 @@ Progress
 ``progress(ImportProgress)`` is called at most about five times a second and once at the end.
 It runs while the import transaction is open, so a progress writer must not use the import's
 database connection (its writes would be invisible until commit): the background job writes
-progress to a small JSON file beside the uploaded files (see ``traces/tasks.py``).
+progress to a small JSON file beside the uploaded files (see "jobs" below).
 """
 
 from __future__ import annotations
