@@ -153,6 +153,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # several models have a "status"; name each choice set so the schema has no collisions
+    "ENUM_NAME_OVERRIDES": {"ImportJobStatusEnum": "traces.models.ImportJob.Status"},
 }
 
 # --- Background jobs ---
