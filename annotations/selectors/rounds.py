@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Max, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, Max, OuterRef, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.http import Http404
 
@@ -48,11 +48,11 @@ DECISION_VALUE = {ModeLabel.Decision.PRESENT: 1.0, ModeLabel.Decision.ABSENT: 0.
 # --------------------------------------------------------------------------------------
 
 
-def round_list_for_project(*, project: Project) -> QuerySet[Round]:
+def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
     """Rounds of a project with counts, submitted annotations and the stored headline kappa.
 
     One query: the counts are subqueries, the headline is read out of the stored human report's
-    JSON without loading the report.
+    JSON without loading the report; ``is_mine`` says whether ``user`` annotates in the round.
     """
     headline = AgreementReport.objects.filter(round=OuterRef("pk"), rater_set=HUMANS)
     submitted = (
@@ -66,10 +66,12 @@ def round_list_for_project(*, project: Project) -> QuerySet[Round]:
     n_annotators = (
         RoundAnnotator.objects.filter(round=OuterRef("pk")).order_by().values("round").annotate(n=Count("pk"))
     )
+    mine = RoundAnnotator.objects.filter(round=OuterRef("pk"), user_id=getattr(user, "pk", None))
     return (
         Round.objects.filter(project=project)
         .select_related("taxonomy_version__taxonomy")
         .annotate(
+            is_mine=Exists(mine),
             n_traces=Subquery(n_traces.values("n")),
             n_annotators=Subquery(n_annotators.values("n")),
             n_submitted=Subquery(submitted),

@@ -67,7 +67,7 @@ def _errors(exc: ValidationError) -> str:
 @login_required
 def round_list(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug)
-    rounds = list(round_list_for_project(project=project))
+    rounds = list(round_list_for_project(project=project, user=request.user))
     for r in rounds:
         r.headline = _num(r.headline_kappa)
         expected = (r.n_traces or 0) * (r.n_annotators or 0)

@@ -139,6 +139,18 @@ def test_viewer_cannot_open_report_while_open(open_round, viewer, page):
     assert client_for(viewer).get(url(page, open_round)).status_code == 403
 
 
+def test_manager_who_annotates_an_open_round_is_blind_too(project, manager, annotator, traces):
+    rnd = make_open_round(project, manager=manager, annotators=[manager, annotator], traces=traces, name="M")
+    c = client_for(manager)
+    assert c.get(url("round_report", rnd)).status_code == 403
+    assert c.get(url("round_disagreements", rnd)).status_code == 403
+
+
+def test_annotator_sees_their_open_rounds_marked_on_the_list(open_round, annotator):
+    html = client_for(annotator).get(reverse("annotations:round_list", kwargs={"slug": "demo"})).content.decode()
+    assert "you label" in html
+
+
 def test_manager_sees_the_report_while_open(open_round, manager):
     assert client_for(manager).get(url("round_report", open_round)).status_code == 200
 

@@ -171,6 +171,7 @@ def test_a_whole_round_in_the_browser(
     # ---- the manager starts the review and adjudicates on the disagreements page
     page.goto(f"{base}/p/demo/rounds/{rnd.pk}/")
     expect(page.locator(".rd-big")).to_contain_text("6")
+    screenshot(page, "round_detail")
     page.get_by_role("button", name="Start review").click()
     expect(page.locator(".rd-state")).to_contain_text("Review")
     page.get_by_role("link", name="Disagreements").click()
