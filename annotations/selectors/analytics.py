@@ -13,10 +13,12 @@ member; or one rater's submitted labels, filtered through the blind rule
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 
 from taxonomy.models import Category, FailureMode, TaxonomyVersion
 from traces.models import Project, Trace
@@ -83,11 +85,36 @@ def dashboard_filter_choices(*, project: Project) -> dict[str, list[str]]:
     return {f: sorted(v) for f, v in out.items()}
 
 
-def _mask_sums(modes: dict[int, list[tuple[int, str]]]) -> dict:
+def _mask_sums(modes: dict[int, list[tuple[int, str]]], *, all_known: bool = False) -> dict:
+    """present / known bit masks; `all_known` where decisions can only be present or absent
+    (Adjudication's check constraint), which saves a test per row."""
     return {
         "p": mask_sum(modes, decision="present"),
-        "k": mask_sum(modes, decision__in=["present", "absent"]),
+        "k": mask_sum(modes) if all_known else mask_sum(modes, decision__in=["present", "absent"]),
     }
+
+
+def labels_fingerprint(*, user, project: Project, source: str, filters: dict | None = None) -> str:
+    """Changes whenever the matrix `label_matrix` would return changes (labels, traces, visibility);
+    two cheap aggregates, so the dashboard can cache per (project, filters, labels fingerprint)."""
+    if source == AGREED:
+        facts = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED).aggregate(
+            n=Count("id"), at=Max("at"), closed=Max("round__closed_at")
+        )
+        who = "members"  # agreed labels of closed rounds are the same for every member
+    else:
+        facts = (
+            annotations_visible_to(user=user, project=project)
+            .filter(rater_id=int(source), state=Annotation.State.SUBMITTED)
+            .aggregate(n=Count("id"), at=Max("updated_at"))
+        )
+        who = f"user{user.pk}"  # what a member may see of a rater depends on the member
+    traces = Trace.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+    key = json.dumps(
+        [project.pk, project.taxonomy_version_id, source, who, sorted((filters or {}).items()), facts, traces],
+        default=str,
+    )
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict | None = None) -> LabelMatrix:
@@ -110,10 +137,12 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
         modes = version_modes(versions)
         rows = list(
             base.values("round_id", "trace_id", "round__taxonomy_version_id")
-            .annotate(**_mask_sums(modes))
-            .order_by("round__closed_at", "round_id")
-            .values_list("trace_id", "round__taxonomy_version_id", "p", "k")
+            .annotate(**_mask_sums(modes, all_known=True), at=Max("round__closed_at"))
+            .order_by()
+            .values_list("trace_id", "round__taxonomy_version_id", "p", "k", "at", "round_id")
         )
+        # ordered here, not in SQL: an ORDER BY before the GROUP BY would sort every label row
+        rows = [r[:4] for r in sorted(rows, key=lambda r: (r[4], r[5]))]
         label = "Agreed labels (closed rounds)"
     else:
         try:
@@ -130,10 +159,11 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
         rows = list(
             ModeLabel.objects.filter(annotation__in=visible)
             .values("annotation_id", "annotation__trace_id", "annotation__taxonomy_version_id")
-            .annotate(**_mask_sums(modes))
-            .order_by("annotation__updated_at", "annotation_id")
-            .values_list("annotation__trace_id", "annotation__taxonomy_version_id", "p", "k")
+            .annotate(**_mask_sums(modes), at=Max("annotation__updated_at"))
+            .order_by()
+            .values_list("annotation__trace_id", "annotation__taxonomy_version_id", "p", "k", "at", "annotation_id")
         )
+        rows = [r[:4] for r in sorted(rows, key=lambda r: (r[4], r[5]))]
         rater = Rater.objects.filter(pk=rater_id).values_list("name", flat=True).first() or "rater"
         label = f"Labels of {rater}"
 

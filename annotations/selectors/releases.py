@@ -42,14 +42,17 @@ def version_modes(version_ids: set[int]) -> dict[int, list[tuple[int, str]]]:
 
 
 def mask_sum(modes: dict[int, list[tuple[int, str]]], **conditions) -> Sum:
-    """SUM(CASE WHEN mode_id = m AND <conditions> THEN 2^bit ...): one integer per group holding a
-    bit per mode, so labels fold into a few small rows in the database (one mode per row and group)."""
-    whens = [
-        When(Q(mode_id=mid, **conditions), then=Value(1 << i))
-        for ms in modes.values()
-        for i, (mid, _code) in enumerate(ms)
-    ]
-    return Sum(Case(*whens, default=Value(0), output_field=BigIntegerField()))
+    """SUM(CASE WHEN <conditions> THEN CASE WHEN mode_id = m THEN 2^bit ... END END): one integer per
+    group holding a bit per mode, so labels fold into a few small rows in the database (one label
+    per mode and group). The condition is tested once per row, outside the per-mode CASE."""
+    bit = Case(
+        *[When(mode_id=mid, then=Value(1 << i)) for ms in modes.values() for i, (mid, _code) in enumerate(ms)],
+        default=Value(0),
+        output_field=BigIntegerField(),
+    )
+    if conditions:
+        bit = Case(When(Q(**conditions), then=bit), default=Value(0), output_field=BigIntegerField())
+    return Sum(bit)
 
 
 _EVIDENCE_CACHE: dict[str, Any] = {}
@@ -344,7 +347,7 @@ def release_records(
             .values("trace_id", "round_id", "round__taxonomy_version_id")
             .annotate(
                 p=mask_sum(modes, decision="present"),
-                k=mask_sum(modes, **known_decision),
+                k=mask_sum(modes),  # adjudications are only ever present or absent (check constraint)
                 u=mask_sum(modes, basis="unanimous"),
                 m=mask_sum(modes, basis="majority"),
                 closed=Max("round__closed_at"),

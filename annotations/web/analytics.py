@@ -8,12 +8,14 @@ GET p/<slug>/analytics/?mas_name=&llm_name=&benchmark=&rater=agreed|<rater id>
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
@@ -28,9 +30,11 @@ from ..selectors.analytics import (
     dashboard_filter_choices,
     dashboard_sources,
     label_matrix,
+    labels_fingerprint,
 )
 
 FIELD_LABELS = {"mas_name": "Framework", "llm_name": "LLM", "benchmark": "Benchmark"}
+CACHE_SECONDS = 600
 
 
 @dataclass
@@ -368,9 +372,18 @@ def dashboard(request, slug):
     correction = request.GET.get("correction", "holm")
     if correction not in analytics.CORRECTIONS:
         correction = "holm"
-    M = label_matrix(user=request.user, project=project, source=source, filters=filters)
     cohort_a, cohort_b = request.GET.get("a", ""), request.GET.get("b", "")
-    chart_list, summary = build_charts(M, cohort_a=cohort_a, cohort_b=cohort_b, correction=correction)
+    # Cached per (project, label source, filters, labels fingerprint, cohort): the fingerprint
+    # changes with any label, trace or visibility change, so a hit is never stale.
+    fingerprint = labels_fingerprint(user=request.user, project=project, source=source, filters=filters)
+    key = "mast:dashboard:" + hashlib.sha256(f"{fingerprint}|{cohort_a}|{cohort_b}|{correction}".encode()).hexdigest()
+    cached = cache.get(key)
+    if cached is None:
+        M = label_matrix(user=request.user, project=project, source=source, filters=filters)
+        chart_list, summary = build_charts(M, cohort_a=cohort_a, cohort_b=cohort_b, correction=correction)
+        cached = (chart_list, summary, M.source_label, M.n_mapped)
+        cache.set(key, cached, CACHE_SECONDS)
+    chart_list, summary, source_label, n_mapped = cached
 
     fmt = request.GET.get("format")
     if fmt in ("csv", "svg"):
@@ -403,13 +416,13 @@ def dashboard(request, slug):
             "filters": filters,
             "sources": sources,
             "source": source,
-            "source_label": M.source_label,
+            "source_label": source_label,
             "cohort_options": cohort_options,
             "cohort_a": cohort_a,
             "cohort_b": cohort_b,
             "correction": correction,
             "query": query.urlencode(),
-            "n_mapped": M.n_mapped,
+            "n_mapped": n_mapped,
             "filter_fields": [(k, FIELD_LABELS[k], choices[k], filters.get(k, [])) for k in FILTER_FIELDS],
         },
     )

@@ -115,6 +115,22 @@ def test_outsider_gets_404(client, project, outsider, data):
 def test_dashboard_query_count_is_pinned(client, project, manager, data, django_assert_num_queries):
     client.force_login(manager)
     client.get(url(project))  # warm the session / content types
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(14):
         resp = client.get(url(project, a="mas_name:ChatDev", b="llm_name:claude"))
     assert resp.status_code == 200
+
+
+def test_cached_dashboard_reflects_a_newly_closed_round(client, project, viewer, data, mast_version):
+    client.force_login(viewer)
+    assert client.get(url(project)).context["summary"]["traces"] == 6
+    closed_round(project, mast_version, {make_trace(project): {"1.1"}})
+    assert client.get(url(project)).context["summary"]["traces"] == 7
+
+
+def test_repeat_request_is_served_from_the_cache_in_fewer_queries(
+    client, project, viewer, data, django_assert_num_queries
+):
+    client.force_login(viewer)
+    client.get(url(project))
+    with django_assert_num_queries(8):
+        client.get(url(project))

@@ -161,3 +161,14 @@ def test_efficiency_means_per_framework_beside_failure_and_success_rates():
     a = out[0]
     assert (a["group"], a["mean_steps"], a["mean_switches"], a["mean_repeated"]) == ("A", 15, 3, 1)
     assert a["failure_rate"] == 0.5 and a["success_rate"] == 1.0 and a["outcomes_known"] == 1
+
+
+@pytest.mark.parametrize("method", ["holm", "fdr_bh"])
+def test_p_adjust_matches_statsmodels_on_random_p_values(method):
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(5)
+    for size in (1, 2, 5, 14, 40):
+        p = rng.random(size) ** 3
+        p[rng.random(size) < 0.2] = p[0]  # ties
+        assert analytics.p_adjust(p, method) == pytest.approx(multipletests(p, method=method)[1])
