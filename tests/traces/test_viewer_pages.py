@@ -138,3 +138,13 @@ def test_viewer_include_renders_in_another_page(huge_trace):
     for attr in ("data-trace-id", "data-steps-url", "data-search-url", "data-total-steps", "data-outline-url"):
         assert attr in html
     assert 'id="tv-outline-data"' in html
+
+
+def test_trace_page_lists_source_metadata_escaped(client, viewer, project):
+    trace = trace_from_text(
+        project, chatdev_log(lines=40), filename="m.log", metadata={"trace_key": "<b>k-17</b>", "index": 3}
+    )
+    client.force_login(viewer)
+    html = client.get(reverse("trace_detail", args=["demo", trace.pk])).content.decode()
+    assert "trace_key" in html
+    assert "&lt;b&gt;k-17&lt;/b&gt;" in html
