@@ -147,7 +147,7 @@ def workspace(request, slug, pk):
             "openCode": MAX_OPEN_CODE,
             "openCodes": MAX_OPEN_CODES,
         },
-        "locked": bool(round and round.state == "closed"),
+        "locked": bool(round and round.state in ("draft", "closed")),
     }
     context = {
         "project": project,

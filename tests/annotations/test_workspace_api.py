@@ -328,3 +328,11 @@ def test_open_codes_query_count_is_fixed(project, trace, annotator, django_asser
     with django_assert_num_queries(3):
         r = c.get(f"/api/projects/{project.slug}/open-codes/")
     assert r.json()["count"] == 8
+
+
+def test_workspace_of_a_closed_round_is_read_only(client, project, trace, annotator):
+    rnd = make_round(project, traces=[trace], annotators=[annotator], state="closed")
+    client.force_login(annotator)
+    r = client.get(reverse("annotations:workspace", kwargs={"slug": project.slug, "pk": trace.pk}) + f"?round={rnd.pk}")
+    assert r.status_code == 200
+    assert b"can be read, not changed" in r.content
