@@ -896,6 +896,7 @@ def _write_progress(job_id: int, p: ImportProgress) -> None:
         "current": p.current,
     }
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:

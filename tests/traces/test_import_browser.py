@@ -52,3 +52,27 @@ def test_a_bad_file_shows_the_exact_error_on_the_result_page(
     assert "broken.json, line 3: invalid JSON" in page.inner_text(".import-error-text")
     assert page.inner_text("[data-figure=imported]") == "0"
     screenshot(page, "import-failed")
+
+
+def test_the_job_page_polls_the_progress_bar_until_the_job_ends(
+    live_server, page, login, screenshot, project, manager, settings, tmp_path
+):
+    from traces.importing import ImportProgress, _write_progress
+    from traces.models import ImportJob
+
+    settings.MEDIA_ROOT = tmp_path  # where the job's progress file lives
+    job = ImportJob.objects.create(
+        project=project, created_by=manager, status="running", bytes_total=200_000_000, file_names=["MAD_full.json"]
+    )
+    _write_progress(job.pk, ImportProgress(bytes_done=80_000_000, bytes_total=200_000_000, imported=657, duplicates=3))
+    login(page, manager)
+    page.goto(f"{live_server.url}/p/{project.slug}/import/{job.pk}/")
+
+    assert page.inner_text(".import-percent") == "40%"
+    assert page.get_attribute(".import-bar", "aria-valuenow") == "40"
+    assert "657 traces so far" in page.inner_text(".import-figures")
+    screenshot(page, "import-running")
+
+    ImportJob.objects.filter(pk=job.pk).update(status="done", n_imported=1639, n_duplicates=3, bytes_done=200_000_000)
+    page.wait_for_selector("#import-job[data-status=done]", timeout=5000)  # the next 500 ms poll
+    assert page.inner_text("[data-figure=imported]") == "1,639"
