@@ -15,6 +15,9 @@ class ReleaseOut(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
     taxonomy_version = serializers.CharField(source="taxonomy_version.label")
     round = serializers.CharField(source="round.name", allow_null=True, default=None)
+    # A plain string (not an enum) so the schema's "status" enums of other areas do not collide.
+    status = serializers.CharField(help_text="queued, running, done (published) or failed")
+    selection = serializers.CharField(help_text="agreed, round or filter")
     percent = serializers.IntegerField()
     files = ReleaseFileOut(many=True)
 
