@@ -331,11 +331,14 @@ def _group_chatdev(entries: list[_Entry]) -> list[_Source]:
             continue
         task = ""
         prompt = next((p for p in prompts if e.basename.startswith(p.basename[: -len(".prompt")])), None)
-        if prompt is None and len(prompts) == 1:
+        one_run = len(logs) == 1  # a folder of one run: its .prompt and meta.txt belong to its .log
+        if prompt is None and len(prompts) == 1 and one_run:
             prompt = prompts[0]
         if prompt is not None:
             task = _read_text(prompt.opener, prompt.name, prompt.size).strip()
-        meta = _chatdev_meta(_read_text(metas[0].opener, metas[0].name, metas[0].size)) if metas else {}
+        meta = {}
+        if metas and one_run:
+            meta = _chatdev_meta(_read_text(metas[0].opener, metas[0].name, metas[0].size))
         if not task and meta.get("Task"):
             task = meta["Task"]
         sources.append(_Source(name=e.name, size=e.size, opener=e.opener, task=task, meta=meta))

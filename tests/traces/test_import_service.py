@@ -411,3 +411,19 @@ def test_the_real_shared_samples_import_whole(project, shared_dir):
     assert chatdev.count() == 6  # one per WareHouse folder: configs, meta.txt and .prompt are not traces
     assert all(t.task for t in chatdev)
     assert Trace.objects.filter(metadata__round__isnull=False).exists()  # the human-labelled records
+
+
+def test_a_chatdev_run_uploaded_beside_other_logs_keeps_its_prompt_to_itself(project, demo_data, tmp_path):
+    folder = tmp_path / "upload"
+    shutil.copytree(demo_data / "chatdev" / "Weather_CLI_DemoOrg_20261130090000", folder)
+    shutil.copy(demo_data / "openmanus" / "demo_openmanus.log", folder)
+    (folder / "main.py").write_text("print('generated code, not a trace')\n")
+
+    result = traces_import(project=project, paths_or_files=[folder])
+
+    assert result.imported == 2  # main.py, the .prompt and meta.txt are not traces
+    chatdev = Trace.objects.get(format="chatdev")
+    openmanus = Trace.objects.get(format="openmanus")
+    assert chatdev.task.startswith("Build a command-line tool")
+    assert openmanus.task == ""
+    assert "chatdev_meta" not in openmanus.metadata
