@@ -307,7 +307,7 @@ def render_card(manifest: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {_md(m['code'])} | {_md(m['name'])} | {_md(m.get('category', ''))} | {_md(m.get('definition', ''))} |"
+        f"| {_md(m['code'])} | {_md(m['name'])} | FC{_md(m.get('category', ''))} | {_md(m.get('definition', ''))} |"
         for m in tax.get("modes", [])
     ]
     lines += ["", "## Composition", ""]
@@ -321,7 +321,18 @@ def render_card(manifest: dict[str, Any]) -> str:
     if agreement:
         lines += ["## Agreement of the rounds behind it", ""]
         for a in agreement:
-            lines.append(f"- {_md(a.get('round'))}: {_md(json.dumps(a.get('summary', {}), sort_keys=True))}")
+            figures = []
+            for name, stat in (a.get("summary") or {}).items():
+                value = stat.get("value") if isinstance(stat, dict) else stat
+                if isinstance(value, float):
+                    ci = (stat.get("ci_low"), stat.get("ci_high")) if isinstance(stat, dict) else (None, None)
+                    text = f"{value:.3f}"
+                    if all(isinstance(x, float) for x in ci):
+                        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+                    figures.append(f"{name.replace('_', ' ')} {text}")
+                elif value is not None:
+                    figures.append(f"{name.replace('_', ' ')} {value}")
+            lines.append(f"- {_md(a.get('round'))}: {_md('; '.join(figures) or 'no agreement report stored')}")
         lines.append("")
     lines += [
         "## Citation",

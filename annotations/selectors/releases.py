@@ -25,6 +25,7 @@ from traces.models import Project, Trace
 from ..models import Adjudication, AgreementReport, Annotation, ModeLabel, Rater, Release, ReleasePolicy, Round
 
 CHUNK = 5000
+PROGRESS_EVERY = 1000
 DECISION_VALUE = {"present": 1, "absent": 0}
 BASIS_NAMES = ("unanimous", "adjudicated", "majority")
 
@@ -418,7 +419,9 @@ def release_records(
                     evidence = _decode_evidence(ev_text)
                     extra[tid].setdefault(rid, {})[code] = (evidence, rationale)
 
-        for t in chunk:
+        for position, t in enumerate(chunk):
+            if progress is not None and position and position % PROGRESS_EVERY == 0:
+                progress(done + position)  # the page's progress bar moves within a chunk too
             tid = t["id"]
             labels = {c: final.get(tid, {}).get(c) for c in codes}
             mode_basis = {c: basis[tid][c] for c in codes if c in basis.get(tid, {})}
@@ -513,9 +516,15 @@ def release_agreement(*, round_ids: set[int]) -> list[dict[str, Any]]:
     reports = AgreementReport.objects.filter(round_id__in=round_ids, rater_set="humans").select_related("round")
     for rep in reports.order_by("round__closed_at", "round_id"):
         data = rep.data if isinstance(rep.data, dict) else {}
-        summary = {k: v for k, v in data.items() if isinstance(v, int | float | str) or v is None}
-        if not summary and isinstance(data.get("summary"), dict):
-            summary = data["summary"]
+        summary: dict[str, Any] = {k: data[k] for k in ("n_traces", "n_units") if k in data}
+        if isinstance(data.get("raters"), list):
+            summary["n_raters"] = len(data["raters"])
+        overall = data.get("overall") if isinstance(data.get("overall"), dict) else {}
+        for name, stat in overall.items():  # {"fleiss_kappa": {"value", "ci_low", "ci_high", ...}, ...}
+            if isinstance(stat, dict) and "value" in stat:
+                summary[name] = {k: stat[k] for k in ("value", "ci_low", "ci_high") if k in stat}
+            elif isinstance(stat, int | float):
+                summary[name] = stat
         out.append(
             {
                 "round": rep.round.name,

@@ -289,3 +289,29 @@ def test_unknown_format_is_refused_with_its_name(project, manager):
 def test_annotator_cannot_create_a_release(project, annotator):
     with pytest.raises(PermissionDenied):
         release_create(project=project, by=annotator, enqueue=False)
+
+
+def test_manifest_carries_the_rounds_stored_agreement_figures(project, manager, labelled, annotator, annotator2):
+    from annotations.models import RoundAnnotator
+    from annotations.services.rounds import agreement_report_get
+
+    for user in (annotator, annotator2):
+        RoundAnnotator.objects.create(round=labelled["round"], user=user)
+    agreement_report_get(round=labelled["round"])
+    release = build(project, manager)
+    summary = release.manifest["agreement"][0]["summary"]
+    assert summary["n_raters"] == 2
+    assert any(isinstance(v, dict) and "value" in v for v in summary.values())
+    card = file_path(release, "card").read_text()
+    assert "no agreement report stored" not in card
+
+
+def test_final_labels_equal_the_rounds_agreed_labels(project, manager, labelled, mast_version):
+    from annotations.selectors.rounds import agreed_labels
+
+    expected: dict[str, dict[str, int]] = {}
+    by_pk = {t.pk: t.external_id for t in (labelled["t1"], labelled["t2"])}
+    for row in agreed_labels(project=project, taxonomy_version=mast_version):
+        expected.setdefault(by_pk[row.trace_id], {})[row.mode_code] = int(row.decision == "present")
+    got = {r["trace_id"]: r["mast_annotation"] for r in jsonl_records(build(project, manager))}
+    assert got == expected
