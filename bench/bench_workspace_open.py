@@ -111,7 +111,7 @@ def build(n_lines: int):
         size = 60 if i % 9 == 0 else rng.randint(4, 20)
         start = len(lines) + 1
         body = [f"[2025-05-13 08:33:{i % 60:02d} INFO] {agent}: **[Start Chat]**"]
-        body += [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 12))) for _ in range(size - 1)]
+        body += [" ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 15))) for _ in range(size - 1)]
         lines += body
         steps.append((i, agent, "\n".join(body), start, start + len(body) - 1))
         i += 1
