@@ -77,12 +77,12 @@ def _svg(width: float, height: float, title: str, body: list[str], desc: str = "
     )
 
 
-def _legend(items: Sequence[tuple[str, str]], x: float, y: float) -> tuple[list[str], float]:
-    """Legend laid out left to right, wrapping at 640px; returns parts and its height."""
+def _legend(items: Sequence[tuple[str, str]], x: float, y: float, max_x: float) -> tuple[list[str], float]:
+    """Legend laid out left to right, wrapping before max_x; returns parts and its height."""
     parts, cx, cy = [], x, y
     for name, colour in items:
         w = 18 + _text_width(name) + 18
-        if cx + w > x + 640 and cx > x:
+        if cx + w > max_x and cx > x:
             cx, cy = x, cy + 18
         parts.append(f'<rect x="{cx:.1f}" y="{cy - 9:.1f}" width="11" height="11" rx="2" fill="{colour}"/>')
         parts.append(f'<text x="{cx + 16:.1f}" y="{cy:.1f}">{_e(name)}</text>')
@@ -108,7 +108,7 @@ def bar_chart(
     right, top, row_h = 64, 44, 24
     legend_parts: list[str] = []
     if legend:
-        legend_parts, legend_h = _legend(legend, left, 44)
+        legend_parts, legend_h = _legend(legend, 16, 44, width - 8)
         top += legend_h + 4
     plot_w = max(width - left - right, 160)
     finite = [v for _, v in rows if v is not None and not math.isnan(v)]
@@ -156,7 +156,9 @@ def grouped_bars(
     left = 16 + max([_text_width(t) for t in labels] + [60])
     right = 80
     plot_w = max(width - left - right, 160)
-    legend, legend_h = _legend([(name, PALETTE[i % len(PALETTE)]) for i, (name, _) in enumerate(series)], left, 44)
+    legend, legend_h = _legend(
+        [(name, PALETTE[i % len(PALETTE)]) for i, (name, _) in enumerate(series)], 16, 44, width - 8
+    )
     top = 44 + legend_h + 6
     bar_h = 13 if len(series) > 2 else 15
     group_h = bar_h * len(series) + 12
