@@ -113,6 +113,20 @@ def build(path: Path, n_records: int, target_mb: float, seed: int = 7) -> int:
     return path.stat().st_size
 
 
+def proc_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of a local process (the PostgreSQL backend serving this connection)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def self_cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -160,23 +174,31 @@ def main() -> None:
     from traces.services import project_get_or_create
 
     project, _ = project_get_or_create(slug="bench", name="Import bench")
-    connection.close()
     rss_before = rss_mb()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
 
     def progress(p) -> None:
         pct = 100 * p.bytes_done / p.bytes_total if p.bytes_total else 0
         print(f"\r  {pct:5.1f}%  {p.imported} imported", end="", file=sys.stderr, flush=True)
 
     load_before = os.getloadavg()[0]
+    cpu_self, cpu_server = self_cpu_seconds(), proc_cpu_seconds(backend)
     t = time.perf_counter()
     result = traces_import(project=project, paths_or_files=[out], progress=progress)
     elapsed = time.perf_counter() - t
+    cpu_self = self_cpu_seconds() - cpu_self
+    end_server = proc_cpu_seconds(backend)
+    cpu_server = end_server - cpu_server if cpu_server is not None and end_server is not None else None
     print(file=sys.stderr)
     peak = rss_mb()
     mb = size / 1024**2
     print(f"imported {result.imported} traces ({result.duplicates} duplicates) from {mb:.1f} MB in {elapsed:.1f} s")
     print(f"  {mb / elapsed:.1f} MB/s, {result.imported / elapsed:.0f} records/s")
     print(f"  machine load average (2 cores) when the import started: {load_before:.1f}")
+    server = f", PostgreSQL backend {cpu_server:.1f} s" if cpu_server is not None else ""
+    print(f"  CPU time: importing process {cpu_self:.1f} s{server} (wall {elapsed:.1f} s)")
     print(f"  peak RSS {peak:.0f} MB (importing process; {rss_before:.0f} MB after Django setup)")
     print(
         f"  rows: {Trace.objects.count()} traces, {Step.objects.count()} steps, "
