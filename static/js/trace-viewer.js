@@ -86,6 +86,8 @@ class TraceViewer {
     this.prevBtn = root.querySelector(".tv-prev-hit");
     this.nextBtn = root.querySelector(".tv-next-hit");
     this.posLabel = root.querySelector(".tv-pos-step");
+    this.listBtn = root.querySelector(".tv-list-hits");
+    this.hitList = root.querySelector(".tv-hit-list");
     this.lo = Number(d.loadedStart || 0);
     this.hi = Number(d.loadedEnd || 0);
     this.content = new Map(); // step index -> full content, for steps built here
@@ -181,6 +183,16 @@ class TraceViewer {
         this.scroller.focus({ preventScroll: true });
       }
     });
+    if (this.listBtn && this.hitList) {
+      this.on(this.listBtn, "click", () => this.toggleHitList());
+      this.on(this.hitList, "click", (e) => {
+        const item = e.target.closest("[data-hit]");
+        if (!item) return;
+        this.search.index = Number(item.dataset.hit);
+        this.updateHitLabel();
+        this.showHit(this.search.hits[this.search.index]);
+      });
+    }
     this.on(this.prevBtn, "click", () => this.stepHit(-1));
     this.on(this.nextBtn, "click", () => this.stepHit(1));
 
@@ -770,11 +782,63 @@ class TraceViewer {
     this.applyHighlights();
     this.updateHitLabel();
     this.drawOutline();
+    if (this.hitList && !this.hitList.hidden) this.renderHitList();
+  }
+
+  snippetNode(snippet) {
+    snippet = snippet.replace(/^\s+/, "");
+    const span = el("span", "tv-hit-snippet");
+    const m = new RegExp(escapeRegExp(this.search.q), "i").exec(snippet);
+    if (!m) {
+      span.textContent = snippet;
+      return span;
+    }
+    span.appendChild(document.createTextNode(snippet.slice(0, m.index)));
+    span.appendChild(el("mark", "tv-hit", m[0]));
+    span.appendChild(document.createTextNode(snippet.slice(m.index + m[0].length)));
+    return span;
+  }
+
+  toggleHitList(show) {
+    if (!this.hitList) return;
+    const open = show === undefined ? this.hitList.hidden : show;
+    this.hitList.hidden = !open;
+    this.listBtn.setAttribute("aria-expanded", String(open));
+    if (open) this.renderHitList();
+  }
+
+  renderHitList() {
+    const { hits, index } = this.search;
+    const frag = document.createDocumentFragment();
+    const shown = hits.slice(0, 500);
+    shown.forEach((h, k) => {
+      const li = el("li", k === index ? "is-current" : "");
+      const btn = el("button", "tv-hit-item");
+      btn.type = "button";
+      btn.dataset.hit = String(k);
+      btn.appendChild(el("span", "tv-hit-where", `#${h.step} · L${h.line}`));
+      btn.appendChild(this.snippetNode(h.snippet));
+      li.appendChild(btn);
+      frag.appendChild(li);
+    });
+    if (hits.length > shown.length) frag.appendChild(el("li", "muted small", `… and ${hits.length - shown.length} more`));
+    if (!hits.length) frag.appendChild(el("li", "muted small", "No hits."));
+    this.hitList.replaceChildren(frag);
   }
 
   updateHitLabel() {
     const { q, hits, index, truncated } = this.search;
     this.prevBtn.disabled = this.nextBtn.disabled = !hits.length;
+    if (this.listBtn) this.listBtn.disabled = !hits.length;
+    if (this.hitList && !hits.length && !this.hitList.hidden) this.toggleHitList(false);
+    if (this.hitList && !this.hitList.hidden) {
+      for (const li of this.hitList.querySelectorAll("li.is-current")) li.classList.remove("is-current");
+      const cur = this.hitList.querySelector(`[data-hit="${index}"]`);
+      if (cur) {
+        cur.parentElement.classList.add("is-current");
+        cur.scrollIntoView({ block: "nearest" });
+      }
+    }
     if (q.trim().length < 2) {
       this.hitsLabel.textContent = "";
       return;

@@ -358,3 +358,26 @@ def test_expanding_a_giant_step_stays_bounded(page, live_server, login, viewer, 
     page.wait_for_selector("#L3001")
     assert href.endswith("?line=3001")
     assert page.locator("#L3001").inner_text().endswith("output line 2998")
+
+
+def test_hit_list_shows_snippets_and_jumps(page, live_server, login, viewer, xss_trace, screenshot):
+    login(page, viewer)
+    open_trace(page, live_server, xss_trace)
+    page.fill(".tv-search-input", "window.__xss=2")
+    page.press(".tv-search-input", "Enter")
+    page.wait_for_selector("mark.tv-hit.is-current")
+    page.click(".tv-list-hits")
+    items = page.locator(".tv-hit-list .tv-hit-item")
+    total = page.evaluate("() => Number(document.querySelector('.tv-hits').textContent.split(' of ')[1])")
+    assert items.count() == total
+    assert "<img src=x" in items.nth(0).inner_text()
+    items.nth(200).click()
+    page.wait_for_function("() => document.querySelector('.tv-hits').textContent.startsWith('201 of')")
+    step = int(items.nth(200).locator(".tv-hit-where").inner_text().split(" ")[0].lstrip("#"))
+    page.wait_for_function(
+        f"() => document.querySelector('mark.tv-hit.is-current')?.closest('.tv-step')?.dataset.step === '{step}'"
+    )
+    assert in_view(page, "mark.tv-hit.is-current")
+    assert page.evaluate("() => window.__xss") is None
+    assert page.locator(".tv-hit-list img").count() == 0
+    screenshot(page, "viewer-hit-list", full_page=False)
