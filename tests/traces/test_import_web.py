@@ -184,3 +184,17 @@ def test_progress_partial_polls_while_running_and_stops_when_done(client, manage
     html = client.get(url).content.decode()
     assert "hx-trigger" not in html
     assert "x.json, record 3: invalid JSON" in html
+
+
+def test_import_page_query_count_does_not_grow_with_jobs(client, manager, project, django_assert_num_queries):
+    client.force_login(manager)
+    url = reverse("import_page", kwargs={"slug": project.slug})
+    for _ in range(3):
+        ImportJob.objects.create(project=project, created_by=manager, file_names=["a.log"])
+    client.get(url)
+    with django_assert_num_queries(5) as few:
+        client.get(url)
+    for _ in range(7):
+        ImportJob.objects.create(project=project, created_by=manager, file_names=["b.log"])
+    with django_assert_num_queries(len(few.captured_queries)):
+        client.get(url)
