@@ -129,14 +129,6 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
         refusal = _round_refusal(round)
         if refusal:
             raise AnnotationLocked(refusal)
-    else:
-        # A trace in a draft or open round is labelled inside that round (blind), not beside it.
-        blind = Round.objects.filter(round_traces__trace=trace, state__in=BLIND_ROUND_STATES).first()
-        if blind is not None:
-            raise AnnotationLocked(
-                f"Trace {trace.pk} is in round {blind.name!r} ({blind.state}): it is labelled inside that round "
-                "while the round is blind."
-            )
     qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects.all()
     # One query on the hot path (an autosave): the rater comes with the annotation.
     annotation = (
@@ -146,6 +138,14 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
     )
     rater = annotation.rater if annotation is not None else rater_for_user(user=user)
     keys = {"trace": trace, "rater": rater, "taxonomy_version": taxonomy_version, "round": round}
+    if annotation is None and round is None:
+        # A trace in a draft or open round is labelled inside that round (blind), not beside it.
+        blind = Round.objects.filter(round_traces__trace=trace, state__in=BLIND_ROUND_STATES).first()
+        if blind is not None:
+            raise AnnotationLocked(
+                f"Trace {trace.pk} is in round {blind.name!r} ({blind.state}): it is labelled inside that round "
+                "while the round is blind."
+            )
     if annotation is None:
         try:
             with transaction.atomic():
@@ -235,9 +235,19 @@ def _clean_text(value: Any, where: str, limit: int, errors: list) -> str:
 
 
 def _clean_content(
-    *, annotation: Annotation, labels: Any, task_success: Any, notes: Any, open_codes: Any
+    *,
+    annotation: Annotation,
+    labels: Any,
+    task_success: Any,
+    notes: Any,
+    open_codes: Any,
+    known_steps: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
-    """Validate a whole annotation state; return it normalised (labels in mode order)."""
+    """Validate a whole annotation state; return it normalised (labels in mode order).
+
+    ``known_steps``: step indexes already stored as evidence of this annotation (checked when they
+    were saved; steps of an imported trace never change), so an autosave re-checks only new ones.
+    """
     errors: list[dict[str, str]] = []
     version = annotation.taxonomy_version
     modes = _version_modes(version)
@@ -285,6 +295,8 @@ def _clean_content(
         evidence = _clean_evidence(label.get("evidence"), f"{where}.evidence", trace, errors, wanted_steps)
         rationale = _clean_text(label.get("rationale"), f"{where}.rationale", MAX_RATIONALE, errors)
         clean_labels.append({"code": code, "decision": decision, "evidence": evidence, "rationale": rationale})
+    for index in known_steps:
+        wanted_steps.pop(index, None)
     if wanted_steps:
         found = set(
             Step.objects.filter(trace_id=trace.pk, index__in=list(wanted_steps)).values_list("index", flat=True)
@@ -390,10 +402,13 @@ def annotation_save(
         return _apply(current=_lock(annotation), by=by, base_revision=base_revision, content=content)
 
 
-def _apply(*, current: Annotation, by, base_revision: int, content: dict[str, Any]) -> Annotation:
-    """Compare-and-write on a row locked by the caller's transaction."""
+def _apply(
+    *, current: Annotation, by, base_revision: int, content: dict[str, Any], before: dict | None = None
+) -> Annotation:
+    """Compare-and-write on a row locked by the caller's transaction (``before``: its state, if read)."""
     _ensure_round_editable(annotation=current)
-    before = annotation_snapshot(annotation=current)
+    if before is None:
+        before = annotation_snapshot(annotation=current)
     if _content(before) == content:
         current.snapshot = before
         return current
@@ -531,7 +546,14 @@ def annotation_upsert(
     with transaction.atomic():
         current = _get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round, lock=True)
         _ensure_author(annotation=current, by=user)
+        before = annotation_snapshot(annotation=current)
+        known = frozenset(ev["step"] for lab in before["labels"] for ev in lab["evidence"] if "step" in ev)
         content = _clean_content(
-            annotation=current, labels=labels, task_success=task_success, notes=notes, open_codes=open_codes
+            annotation=current,
+            labels=labels,
+            task_success=task_success,
+            notes=notes,
+            open_codes=open_codes,
+            known_steps=known,
         )
-        return _apply(current=current, by=user, base_revision=base_revision, content=content)
+        return _apply(current=current, by=user, base_revision=base_revision, content=content, before=before)

@@ -336,3 +336,15 @@ def test_workspace_of_a_closed_round_is_read_only(client, project, trace, annota
     r = client.get(reverse("annotations:workspace", kwargs={"slug": project.slug, "pk": trace.pk}) + f"?round={rnd.pk}")
     assert r.status_code == 200
     assert b"can be read, not changed" in r.content
+
+
+def test_an_autosave_costs_a_fixed_number_of_queries(trace, annotator, django_assert_num_queries):
+    c = client_for(annotator)
+    labels = [{"code": "1.1", "decision": "present", "evidence": [{"step": 2}], "rationale": "a"}]
+    c.put(url(trace), body(0, labels, open_codes=["loop"]), format="json")
+    labels[0]["rationale"] = "a longer reason"
+    # project, membership, trace; BEGIN, lock (+rater), codes, labels; label UPDATE, annotation UPDATE,
+    # history INSERT, COMMIT. Evidence already stored is not looked up again.
+    with django_assert_num_queries(11):
+        r = c.put(url(trace), body(1, labels, open_codes=["loop"]), format="json")
+    assert r.json()["revision"] == 2
