@@ -33,6 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_saves"
+ACCESS_LOG = REPO / "var" / "bench_saves" / "access.log"
 CODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
 WORDS = [
     "the",
@@ -152,6 +153,10 @@ def start_gunicorn(env: dict, port: int, workers: int, threads: int) -> subproce
             str(threads),
             "--keep-alive",
             "30",
+            "--access-logfile",
+            str(ACCESS_LOG),
+            "--access-logformat",
+            "%(m)s %(s)s %(D)s",
         ],
         cwd=REPO,
         env=env,
@@ -330,6 +335,7 @@ def main() -> int:
     lo, hi = (float(x) / 1000 for x in args.think_ms.split("-"))
     env = bench_env()
     (REPO / "var" / "bench_saves").mkdir(parents=True, exist_ok=True)
+    ACCESS_LOG.unlink(missing_ok=True)
     print(f"database {BENCH_DB}: creating and migrating…", flush=True)
     create_db(env)
     infos = seed(env, args.clients)
@@ -362,6 +368,12 @@ def main() -> int:
         f"latency ms: p50 {pct(lat, 0.50):.1f}  p95 {pct(lat, 0.95):.1f}  p99 {pct(lat, 0.99):.1f}  "
         f"max {max(lat) * 1000:.1f}  mean {statistics.mean(lat) * 1000:.1f}"
     )
+    served = [int(x.split()[2]) / 1e6 for x in ACCESS_LOG.read_text().splitlines() if x.startswith("PUT ")]
+    if served:
+        print(
+            f"  in the server (gunicorn's request time, no queueing in the client): p50 {pct(served, 0.5):.1f}  "
+            f"p95 {pct(served, 0.95):.1f}  p99 {pct(served, 0.99):.1f}"
+        )
     print(f"errors: {len(errors)}" + (f"  first: {errors[0]}" if errors else ""))
     print("machine load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     result = verify(env, clients)
