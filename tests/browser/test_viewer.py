@@ -316,10 +316,13 @@ def test_trace_list_filters_and_opens_a_trace(page, live_server, login, viewer, 
     login(page, viewer)
     page.goto(f"{live_server.url}/p/demo/traces/")
     screenshot(page, "viewer-trace-list")
-    page.select_option("select[name=framework]", "ChatDev")
-    page.click(".tl-filters button[type=submit]")
+    page.select_option("select[name=framework]", "ChatDev")  # applies at once
     page.wait_for_url("**framework=ChatDev**")
     assert page.locator(".tl-table tbody tr").count() == 1
+    page.fill(".tl-filters input[name=q]", "huge")
+    page.press(".tl-filters input[name=q]", "Enter")
+    page.wait_for_url("**q=huge**")
+    assert "framework=ChatDev" in page.url
     page.click(".tl-table tbody a")
     page.wait_for_selector(".trace-viewer[data-ready='1']")
     assert page.locator(".td-title").inner_text().endswith("huge.log")
