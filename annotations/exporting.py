@@ -30,7 +30,7 @@ MAST_FIELDS = ["mas_name", "llm_name", "benchmark_name", "trace_id"]
 CSV_FIXED = ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source"]
 FORMATS = ("jsonl", "csv", "parquet")
 FILE_NAMES = {"jsonl": "data.jsonl", "csv": "data.csv", "parquet": "data.parquet"}
-_PARQUET_BATCH = 2000
+_PARQUET_BATCH = 5000
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,8 @@ def parquet_schema(codes: list[str]) -> pa.Schema:
 
 
 class ParquetWriter:
+    """Row groups of _PARQUET_BATCH records, built column by column (no per-row dicts for arrow)."""
+
     kind = "parquet"
 
     def __init__(self, path: Path, *, codes: list[str]) -> None:
@@ -167,34 +169,70 @@ class ParquetWriter:
         self.codes = list(codes)
         self.schema = parquet_schema(self.codes)
         self.writer = pq.ParquetWriter(str(self.path), self.schema, compression="zstd")
-        self.batch: list[dict[str, Any]] = []
         self.rows = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.cols: dict[str, list] = {
+            k: []
+            for k in ("mas_name", "llm_name", "benchmark_name", "trace_id", "key", "index", "trajectory", "studio")
+        }
+        self.labels: list[list[int | None]] = [[] for _ in self.codes]
+        self.n = 0
 
     def write(self, record: dict[str, Any]) -> None:
+        c = self.cols
         trace = record["trace"]
-        self.batch.append(
-            {
-                "mas_name": record["mas_name"],
-                "llm_name": record["llm_name"],
-                "benchmark_name": record["benchmark_name"],
-                "trace_id": str(record["trace_id"]),
-                "trace": {
-                    "key": None if trace.get("key") is None else str(trace["key"]),
-                    "index": None if trace.get("index") is None else str(trace["index"]),
-                    "trajectory": trace.get("trajectory"),
-                },
-                "mast_annotation": {c: record["mast_annotation"].get(c) for c in self.codes},
-                "mast_studio": json.dumps(record.get("mast_studio") or {}, ensure_ascii=False, separators=(",", ":")),
-            }
-        )
+        c["mas_name"].append(record["mas_name"])
+        c["llm_name"].append(record["llm_name"])
+        c["benchmark_name"].append(record["benchmark_name"])
+        c["trace_id"].append(str(record["trace_id"]))
+        c["key"].append(None if trace.get("key") is None else str(trace["key"]))
+        c["index"].append(None if trace.get("index") is None else str(trace["index"]))
+        c["trajectory"].append(trace.get("trajectory"))
+        c["studio"].append(json.dumps(record.get("mast_studio") or {}, ensure_ascii=False, separators=(",", ":")))
+        labels = record["mast_annotation"]
+        for column, code in zip(self.labels, self.codes, strict=True):
+            column.append(labels.get(code))
+        self.n += 1
         self.rows += 1
-        if len(self.batch) >= _PARQUET_BATCH:
+        if self.n >= _PARQUET_BATCH:
             self._flush()
 
     def _flush(self) -> None:
-        if self.batch:
-            self.writer.write_table(pa.Table.from_pylist(self.batch, schema=self.schema))
-            self.batch = []
+        if not self.n:
+            return
+        c = self.cols
+        trace_type = self.schema.field("trace").type
+        labels_type = self.schema.field("mast_annotation").type
+        trace = pa.StructArray.from_arrays(
+            [
+                pa.array(c["key"], pa.string()),
+                pa.array(c["index"], pa.string()),
+                pa.array(c["trajectory"], pa.string()),
+            ],
+            fields=list(trace_type),
+        )
+        if self.codes:
+            labels = pa.StructArray.from_arrays(
+                [pa.array(col, pa.int8()) for col in self.labels], fields=list(labels_type)
+            )
+        else:
+            labels = pa.array([{}] * self.n, labels_type)
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array(c["mas_name"], pa.string()),
+                pa.array(c["llm_name"], pa.string()),
+                pa.array(c["benchmark_name"], pa.string()),
+                pa.array(c["trace_id"], pa.string()),
+                trace,
+                labels,
+                pa.array(c["studio"], pa.string()),
+            ],
+            schema=self.schema,
+        )
+        self.writer.write_batch(batch)
+        self._reset()
 
     def close(self) -> WrittenFile:
         self._flush()

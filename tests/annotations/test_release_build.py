@@ -315,3 +315,13 @@ def test_final_labels_equal_the_rounds_agreed_labels(project, manager, labelled,
         expected.setdefault(by_pk[row.trace_id], {})[row.mode_code] = int(row.decision == "present")
     got = {r["trace_id"]: r["mast_annotation"] for r in jsonl_records(build(project, manager))}
     assert got == expected
+
+
+def test_parquet_keeps_unknown_labels_as_null(project, manager, mast_version, annotator, annotator2):
+    t = make_trace(project)
+    annotate(t, human_rater(annotator), mast_version, decisions(mast_version, {"1.1", "1.2"}))
+    annotate(t, human_rater(annotator2), mast_version, decisions(mast_version, {"1.1"}))
+    release = build(project, manager, options={"majority": True})
+    row = pq.read_table(file_path(release, "parquet")).to_pylist()[0]
+    assert (row["mast_annotation"]["1.1"], row["mast_annotation"]["1.2"], row["mast_annotation"]["1.3"]) == (1, None, 0)
+    assert row["trace"]["trajectory"] == t.raw_text
