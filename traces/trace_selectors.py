@@ -165,6 +165,7 @@ class CappedCountPaginator(Paginator):
     ``count_capped`` says whether the true count may be larger."""
 
     count_cap = 1000
+    count_capped = False
 
     @cached_property
     def count(self) -> int:
