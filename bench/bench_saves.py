@@ -338,7 +338,7 @@ def main() -> int:
     ACCESS_LOG.unlink(missing_ok=True)
     print(f"database {BENCH_DB}: creating and migrating…", flush=True)
     create_db(env)
-    infos = seed(env, args.clients)
+    infos = seed(env, args.clients + 1)  # the last one saves alone first: the uncontended cost
     port = free_port()
     server = start_gunicorn(env, port, args.workers, args.threads)
     print(f"{os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.1f}", flush=True)
@@ -349,7 +349,15 @@ def main() -> int:
     )
     try:
         warm_up(port, infos)
-        clients = [Client(port, info, args.seconds, (lo, hi), seed=i) for i, info in enumerate(infos)]
+        solo = Client(port, infos[-1], 6, (0.0, 0.0), seed=999)
+        solo.run()
+        print(
+            f"one client alone, back to back: {len(solo.latencies)} saves, p50 {pct(solo.latencies, 0.5):.1f} ms, "
+            f"p95 {pct(solo.latencies, 0.95):.1f} ms",
+            flush=True,
+        )
+        ACCESS_LOG.write_text("")  # the concurrent run's server times only
+        clients = [Client(port, info, args.seconds, (lo, hi), seed=i) for i, info in enumerate(infos[:-1])]
         t0 = time.perf_counter()
         for c in clients:
             c.start()
@@ -376,7 +384,7 @@ def main() -> int:
         )
     print(f"errors: {len(errors)}" + (f"  first: {errors[0]}" if errors else ""))
     print("machine load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
-    result = verify(env, clients)
+    result = verify(env, [*clients, solo])
     print(f"stored rows checked: {result['checked']} annotations; lost or wrong updates: {result['n_bad']}")
     if result["bad"]:
         print("  e.g.", result["bad"][:3])
