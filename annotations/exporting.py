@@ -271,7 +271,9 @@ def write_zip(path: Path, files: Iterable[WrittenFile], *, folder: str = "") -> 
     path = Path(path)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
         for f in files:
-            zf.write(f.path, arcname=f"{folder}/{f.name}" if folder else f.name)
+            # Parquet is already zstd-compressed: deflating it again costs time and saves nothing.
+            stored = zipfile.ZIP_STORED if f.kind == "parquet" else zipfile.ZIP_DEFLATED
+            zf.write(f.path, arcname=f"{folder}/{f.name}" if folder else f.name, compress_type=stored)
     return WrittenFile(path.name, "zip", path, path.stat().st_size, sha256_file(path))
 
 

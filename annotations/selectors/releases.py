@@ -329,6 +329,15 @@ def release_records(
             _submitted_annotations(project=project).order_by().values_list("taxonomy_version_id", flat=True).distinct()
         )
     modes = version_modes(versions)
+    # rank of each closed round by closing time: later rounds override earlier ones per mode
+    round_order = {
+        rid: rank
+        for rank, rid in enumerate(
+            Round.objects.filter(project=project, state=Round.State.CLOSED)
+            .order_by("closed_at", "id")
+            .values_list("id", flat=True)
+        )
+    }
     codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
     known_decision = {"decision__in": ["present", "absent"]}
     done = 0
@@ -339,25 +348,27 @@ def release_records(
             break
         last_id = chunk[-1]["id"]
         ids = [t["id"] for t in chunk]
+        chunk_ids = set(ids)
 
         # consensus, folded per (trace, round) in SQL; the latest closed round wins per mode
         final: dict[int, dict[str, int | None]] = defaultdict(dict)
         basis: dict[int, dict[str, str]] = defaultdict(dict)
         adj_rows = (
-            adjudications.filter(trace_id__in=ids)
+            adjudications.filter(trace_id__gte=ids[0], trace_id__lte=ids[-1])  # a range: no 5,000 bound parameters
             .values("trace_id", "round_id", "round__taxonomy_version_id")
             .annotate(
                 p=mask_sum(modes, decision="present"),
                 k=mask_sum(modes),  # adjudications are only ever present or absent (check constraint)
                 u=mask_sum(modes, basis="unanimous"),
                 m=mask_sum(modes, basis="majority"),
-                closed=Max("round__closed_at"),
             )
             .order_by()
-            .values_list("trace_id", "round_id", "round__taxonomy_version_id", "p", "k", "u", "m", "closed")
+            .values_list("trace_id", "round_id", "round__taxonomy_version_id", "p", "k", "u", "m")
         )
         # sorted here, not in SQL: ORDER BY before GROUP BY would sort every label row
-        for tid, rid, vid, p, k, u, m, _closed in sorted(adj_rows, key=lambda r: (r[7], r[1])):
+        for tid, rid, vid, p, k, u, m in sorted(adj_rows, key=lambda r: (round_order[r[1]], r[1])):
+            if tid not in chunk_ids:
+                continue
             stats.rounds.add(rid)
             values = unpack(int(p), int(k), codes_of[vid])
             mapped = mapper.map(vid, values)
@@ -372,12 +383,14 @@ def release_records(
                 else:
                     basis[tid][code] = "unanimous" if (u >> i) & 1 else "majority" if (m >> i) & 1 else "adjudicated"
 
-        # raters' own labels folded per annotation in SQL (latest annotation per trace x rater wins)
+        # raters' own labels folded per annotation in SQL
         per_rater: dict[int, dict[int, dict[str, int | None]]] = defaultdict(dict)
         extra: dict[int, dict[int, dict[str, tuple]]] = defaultdict(dict)
         if wanted_kinds:
             scoped = _submitted_labels(project=project).filter(
-                annotation__trace_id__in=ids, annotation__rater__kind__in=wanted_kinds
+                annotation__trace_id__gte=ids[0],
+                annotation__trace_id__lte=ids[-1],
+                annotation__rater__kind__in=wanted_kinds,
             )
             label_rows = (
                 scoped.values(
@@ -386,7 +399,6 @@ def release_records(
                 .annotate(
                     p=mask_sum(modes, decision="present"),
                     k=mask_sum(modes, **known_decision),
-                    updated=Max("annotation__updated_at"),
                 )
                 .order_by()
                 .values_list(
@@ -395,18 +407,22 @@ def release_records(
                     "annotation__taxonomy_version_id",
                     "p",
                     "k",
-                    "updated",
                     "annotation_id",
                 )
             )
-            for tid, rid, vid, p, k, _u, _a in sorted(label_rows, key=lambda r: (r[5], r[6])):
+            # Several annotations of one rater on a trace (other rounds or versions): the one on the
+            # release's version wins, then the most recent (highest id).
+            target_id = spec.version.pk
+            for tid, rid, vid, p, k, _a in sorted(label_rows, key=lambda r: (r[2] == target_id, r[5])):
+                if tid not in chunk_ids:
+                    continue
                 per_rater[tid][rid] = mapper.map(vid, unpack(int(p), int(k), codes_of[vid]))
             if spec.evidence:
                 # evidence as text: decoded only where there is some (most labels have none)
                 ev_rows = (
                     scoped.filter(annotation__taxonomy_version=spec.version)
                     .exclude(Q(evidence=[]) & Q(rationale=""))
-                    .order_by("annotation__updated_at", "annotation_id")
+                    .order_by("annotation_id")
                     .values_list(
                         "annotation__trace_id",
                         "annotation__rater_id",
@@ -416,6 +432,8 @@ def release_records(
                     )
                 )
                 for tid, rid, code, ev_text, rationale in ev_rows:
+                    if tid not in chunk_ids:
+                        continue
                     evidence = _decode_evidence(ev_text)
                     extra[tid].setdefault(rid, {})[code] = (evidence, rationale)
 
@@ -544,7 +562,7 @@ def release_inputs_fingerprint(*, project: Project) -> str:
     equal fingerprints mean a new release would hold the same labels."""
     import hashlib
 
-    from django.db.models import Count, Max
+    from django.db.models import Count
 
     adj = closed_adjudications(project=project).aggregate(n=Count("id"), at=Max("at"), r=Max("round__closed_at"))
     labels = _submitted_annotations(project=project).aggregate(n=Count("id"), at=Max("updated_at"))
