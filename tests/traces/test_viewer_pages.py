@@ -148,3 +148,12 @@ def test_trace_page_lists_source_metadata_escaped(client, viewer, project):
     html = client.get(reverse("trace_detail", args=["demo", trace.pk])).content.decode()
     assert "trace_key" in html
     assert "&lt;b&gt;k-17&lt;/b&gt;" in html
+
+
+def test_annotators_get_a_label_link_viewers_do_not(client, annotator, viewer, small_trace):
+    url = reverse("trace_detail", args=["demo", small_trace.pk])
+    label = reverse("annotations:workspace", args=["demo", small_trace.pk])
+    client.force_login(annotator)
+    assert label in client.get(url).content.decode()
+    client.force_login(viewer)
+    assert label not in client.get(url).content.decode()
