@@ -134,3 +134,19 @@ def test_repeat_request_is_served_from_the_cache_in_fewer_queries(
     client.get(url(project))
     with django_assert_num_queries(8):
         client.get(url(project))
+
+
+def test_labels_of_an_older_taxonomy_version_are_mapped_onto_the_projects(client, project, viewer, mast_version):
+    from taxonomy.services import mode_rename, version_draft_from, version_publish
+
+    v2 = version_draft_from(source=mast_version)
+    mode_rename(mode=v2.modes.get(code="1.3"), new_code="1.3r", new_name="Repeated steps")
+    version_publish(version=v2)
+    t = make_trace(project)
+    closed_round(project, mast_version, {t: {"1.3"}})
+    project.taxonomy_version = v2
+    project.save(update_fields=["taxonomy_version"])
+    client.force_login(viewer)
+    resp = client.get(url(project, format="csv", chart="modes_failures"))
+    rows = {r["mode"]: r for r in csv.DictReader(io.StringIO(resp.content.decode()))}
+    assert "1.3" not in rows and rows["1.3r"]["present"] == "1"
