@@ -90,6 +90,8 @@ class LLMServer:
         self.requests: list[dict] = []
         self.times: list[float] = []
         self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.httpd: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
 
@@ -127,6 +129,16 @@ class LLMServer:
                 pass
 
             def do_POST(self) -> None:  # noqa: N802
+                with server.lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._handle()
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 try:
