@@ -30,6 +30,7 @@ from ..selectors.rounds import (
     round_disagreements,
     round_list_for_project,
     round_require_report_access,
+    round_sample_preview,
 )
 from ..services.rounds import (
     adjudication_record,
@@ -51,6 +52,8 @@ from .rounds_serializers import (
     RoundCreateIn,
     RoundDisagreementOut,
     RoundOut,
+    RoundSampleIn,
+    RoundSampleOut,
     RoundTransitionIn,
 )
 
@@ -112,6 +115,37 @@ class RoundListApi(ProjectScopedMixin, generics.ListAPIView):
             return _bad(exc)
         out = round_list_for_project(project=self.project).select_related("project").get(pk=rnd.pk)
         return Response(RoundOut(out).data, status=status.HTTP_201_CREATED)
+
+
+class RoundSamplePreviewApi(ProjectScopedMixin, APIView):
+    """The traces a round with these sampling settings would get (nothing is created)."""
+
+    capability = "manage"
+
+    @extend_schema(request=RoundSampleIn, responses={200: RoundSampleOut})
+    def post(self, request: Request, slug: str) -> Response:
+        data = RoundSampleIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            preview = round_sample_preview(project=self.project, **data.validated_data)
+        except ValidationError as exc:
+            return _bad(exc)
+        return Response(
+            {
+                "n": preview.n,
+                "sampling": preview.sampling,
+                "traces": [
+                    {
+                        "id": t.pk,
+                        "title": t.display_name,
+                        "framework": t.mas_name,
+                        "benchmark": t.benchmark,
+                        "llm": t.llm_name,
+                    }
+                    for t in preview.traces
+                ],
+            }
+        )
 
 
 class RoundDetailApi(RoundScopedMixin, generics.RetrieveAPIView):

@@ -55,6 +55,28 @@ class RoundCreateIn(serializers.Serializer):
     reveal_in_review = serializers.BooleanField(default=True)
 
 
+class RoundSampleIn(serializers.Serializer):
+    method = serializers.ChoiceField(choices=SAMPLING_METHODS, default="random")
+    n = serializers.IntegerField(min_value=1, required=False, default=0)
+    seed = serializers.IntegerField(required=False, default=0)
+    stratify_by = serializers.ChoiceField(choices=list(STRATA_FIELDS), default="framework")
+    trace_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
+
+
+class RoundSampleTraceOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    title = serializers.CharField()
+    framework = serializers.CharField()
+    benchmark = serializers.CharField()
+    llm = serializers.CharField()
+
+
+class RoundSampleOut(serializers.Serializer):
+    n = serializers.IntegerField()
+    sampling = serializers.DictField(help_text="What the round would store in Round.sampling (strata counts included).")
+    traces = RoundSampleTraceOut(many=True)
+
+
 class RoundTransitionIn(serializers.Serializer):
     to = serializers.ChoiceField(choices=["open", "review", "closed"])
     with_majority = serializers.BooleanField(

@@ -8,6 +8,7 @@ R = "rounds/<int:pk>/"
 
 urlpatterns = [
     path("projects/<slug:slug>/rounds/", views.RoundListApi.as_view(), name="api-round-list"),
+    path("projects/<slug:slug>/rounds/preview/", views.RoundSamplePreviewApi.as_view(), name="api-round-preview"),
     path("projects/<slug:slug>/agreed-labels/", views.AgreedLabelListApi.as_view(), name="api-agreed-labels"),
     path(R, views.RoundDetailApi.as_view(), name="api-round-detail"),
     path(R + "transition/", views.RoundTransitionApi.as_view(), name="api-round-transition"),

@@ -597,12 +597,14 @@ def round_units(*, round: Round) -> list[Unit]:
 
 
 def round_open_disagreement_count(*, round: Round) -> int:
-    """Units of the round without a consensus (Adjudication) row."""
-    n_units = (
-        RoundTrace.objects.filter(round=round).count()
-        * FailureMode.objects.filter(version_id=round.taxonomy_version_id).count()
+    """Units that still need a decision: raters differ (live, from the labels) and no adjudicator
+    or majority decision exists yet."""
+    decided = set(
+        Adjudication.objects.filter(round=round)
+        .exclude(basis=Adjudication.Basis.UNANIMOUS)
+        .values_list("trace_id", "mode_id")
     )
-    return n_units - Adjudication.objects.filter(round=round).count()
+    return sum(1 for u in round_units(round=round) if u.unanimous is None and (u.trace_id, u.mode_id) not in decided)
 
 
 @dataclass

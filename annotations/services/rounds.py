@@ -165,16 +165,39 @@ def round_open(*, round: Round, by=None) -> Round:
 
 
 def _consensus_unanimous(rnd: Round, by=None) -> int:
-    """Create unanimous consensus rows for units every annotator answered the same; idempotent."""
-    have = set(Adjudication.objects.filter(round=rnd).values_list("trace_id", "mode_id"))
-    new = [
-        Adjudication(
-            round=rnd, trace_id=u.trace_id, mode_id=u.mode_id, decision=u.unanimous, basis=Adjudication.Basis.UNANIMOUS
-        )
-        for u in round_units(round=rnd)
-        if u.unanimous is not None and (u.trace_id, u.mode_id) not in have
-    ]
+    """Bring the unanimous consensus rows in line with the labels; idempotent.
+
+    Units every annotator answered the same get a ``unanimous`` row. Annotators may still correct
+    labels during review (the workspace allows it), so a ``unanimous`` row whose unit is no longer
+    unanimous (or now unanimous the other way) is removed or updated; adjudicated and majority
+    rows are never touched.
+    """
+    rows = {(a.trace_id, a.mode_id): a for a in Adjudication.objects.filter(round=rnd)}
+    new, stale, flipped = [], [], []
+    for u in round_units(round=rnd):
+        row = rows.get((u.trace_id, u.mode_id))
+        if row is None:
+            if u.unanimous is not None:
+                new.append(
+                    Adjudication(
+                        round=rnd,
+                        trace_id=u.trace_id,
+                        mode_id=u.mode_id,
+                        decision=u.unanimous,
+                        basis=Adjudication.Basis.UNANIMOUS,
+                    )
+                )
+        elif row.basis == Adjudication.Basis.UNANIMOUS:
+            if u.unanimous is None:
+                stale.append(row.pk)
+            elif u.unanimous != row.decision:
+                row.decision = u.unanimous
+                flipped.append(row)
     Adjudication.objects.bulk_create(new, batch_size=5000)
+    if stale:
+        Adjudication.objects.filter(pk__in=stale).delete()
+    if flipped:
+        Adjudication.objects.bulk_update(flipped, ["decision"], batch_size=5000)
     return len(new)
 
 

@@ -194,3 +194,20 @@ def test_the_next_round_uses_and_publishes_the_revised_version(
     round_open(round=nxt, by=manager)
     draft.refresh_from_db()
     assert draft.is_published and nxt.taxonomy_version_id == draft.pk
+
+
+def test_a_label_corrected_in_review_reopens_its_unanimous_unit(review_round, manager, annotator2, traces):
+    from tests.annotations.rounds_factories import label_via_workspace
+
+    # ann2 now also sees 1.2 on the second trace: that unit is no longer unanimous.
+    label_via_workspace(round=review_round, user=annotator2, trace=traces[1], present={"1.1", "1.2"})
+    assert round_open_disagreement_count(round=review_round) == 2
+    assert (traces[1].pk, "1.2") in {
+        (d.trace.pk, d.mode.code) for d in round_disagreements(round=review_round, user=manager)
+    }
+    adjudication_record(round=review_round, trace=traces[0], mode="1.3", decision="absent", by=manager)
+    with pytest.raises(ValidationError, match="1 disagreement"):
+        round_close(round=review_round, by=manager)
+    adjudication_record(round=review_round, trace=traces[1], mode="1.2", decision="absent", by=manager)
+    round_close(round=review_round, by=manager)
+    assert Adjudication.objects.get(round=review_round, trace=traces[1], mode__code="1.2").basis == "adjudicated"

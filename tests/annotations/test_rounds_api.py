@@ -58,6 +58,22 @@ def test_manager_creates_a_round(project, manager, annotator, annotator2, traces
     assert r.json()["state"] == "draft" and r.json()["n_traces"] == 3 and r.json()["n_annotators"] == 2
 
 
+def test_sample_preview_api_matches_the_created_round(project, manager, annotator, annotator2, traces):
+    body = {"method": "stratified", "n": 3, "seed": 5, "stratify_by": "framework"}
+    preview = api(manager).post("/api/projects/demo/rounds/preview/", body, format="json").json()
+    created = (
+        api(manager)
+        .post(
+            "/api/projects/demo/rounds/",
+            {**body, "name": "P", "taxonomy_version": project.taxonomy_version_id, "annotators": ["ann1", "ann2"]},
+            format="json",
+        )
+        .json()
+    )
+    ids = list(Round.objects.get(pk=created["id"]).round_traces.order_by("order").values_list("trace_id", flat=True))
+    assert [t["id"] for t in preview["traces"]] == ids and preview["sampling"]["method"] == "stratified"
+
+
 def test_create_names_the_bad_annotator(project, manager, annotator, viewer, traces):
     r = api(manager).post(
         "/api/projects/demo/rounds/",
