@@ -99,6 +99,7 @@ class TraceViewer {
     this.focused = null;
     this.gen = 0; // bumps on every jump: stale window loads are dropped
     this.loading = false;
+    this.jumping = false;
     this.listeners = [];
     this.outline = null;
     this.destroyed = false;
@@ -219,12 +220,13 @@ class TraceViewer {
   }
 
   async loadNext() {
-    if (this.loading || this.hi >= this.total) return;
+    if (this.loading || this.jumping || this.hi >= this.total) return;
     this.loading = true;
     const gen = this.gen;
+    const from = this.hi;
     try {
-      const steps = await this.fetchWindow(this.hi, WINDOW_STEPS, WINDOW_LINES);
-      if (gen !== this.gen || this.destroyed) return;
+      const steps = await this.fetchWindow(from, WINDOW_STEPS, WINDOW_LINES);
+      if (gen !== this.gen || from !== this.hi || this.destroyed) return;
       const frag = document.createDocumentFragment();
       for (const s of steps) frag.appendChild(this.renderStep(s));
       this.stepsEl.appendChild(frag);
@@ -241,13 +243,14 @@ class TraceViewer {
   }
 
   async loadPrev() {
-    if (this.loading || this.lo <= 0) return;
+    if (this.loading || this.jumping || this.lo <= 0) return;
     this.loading = true;
     const gen = this.gen;
+    const until = this.lo;
     try {
-      const start = Math.max(0, this.lo - 40);
-      const steps = await this.fetchWindow(start, this.lo - start);
-      if (gen !== this.gen || this.destroyed) return;
+      const start = Math.max(0, until - 40);
+      const steps = await this.fetchWindow(start, until - start);
+      if (gen !== this.gen || until !== this.lo || this.destroyed) return;
       const anchor = this.stepsEl.firstElementChild;
       const before = anchor ? anchor.getBoundingClientRect().top : 0;
       const frag = document.createDocumentFragment();
@@ -270,7 +273,13 @@ class TraceViewer {
     this.gen += 1;
     const gen = this.gen;
     const start = Math.max(0, i - 3);
-    const steps = await this.fetchWindow(start, Math.max(WINDOW_STEPS, i - start + 1));
+    this.jumping = true; // no scroll-driven loads until the new window is in place
+    let steps;
+    try {
+      steps = await this.fetchWindow(start, Math.max(WINDOW_STEPS, i - start + 1));
+    } finally {
+      if (gen === this.gen) this.jumping = false;
+    }
     if (gen !== this.gen || this.destroyed) return false;
     this.stepsEl.replaceChildren();
     this.content.clear();
@@ -346,6 +355,7 @@ class TraceViewer {
   showError(err) {
     const msg = el("p", "tv-error", String(err && err.message ? err.message : err));
     this.bottomSentinel.replaceChildren(msg);
+    this.bottomSentinel.hidden = false;
   }
 
   // ------------------------------------------------------------ rendering
@@ -595,7 +605,13 @@ class TraceViewer {
   async focusStep(i, { notify = true, scroll = true, hash = true } = {}) {
     if (!this.total) return null;
     i = Math.min(this.total - 1, Math.max(0, Number(i) | 0));
-    const card = await this.ensureLoaded(i);
+    let card = null;
+    try {
+      card = await this.ensureLoaded(i);
+    } catch (err) {
+      this.showError(err);
+      return null;
+    }
     if (!card) return null;
     if (scroll) this.scrollToCard(card);
     this.setFocused(i, card);

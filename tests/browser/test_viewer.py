@@ -384,3 +384,26 @@ def test_hit_list_shows_snippets_and_jumps(page, live_server, login, viewer, xss
     assert page.evaluate("() => window.__xss") is None
     assert page.locator(".tv-hit-list img").count() == 0
     screenshot(page, "viewer-hit-list", full_page=False)
+
+
+def test_racing_jumps_and_scrolls_keep_the_steps_in_order(page, live_server, login, viewer, huge_trace):
+    login(page, viewer)
+    open_trace(page, live_server, huge_trace)
+    order_js = "() => [...document.querySelectorAll('.tv-step')].map((c) => Number(c.dataset.step))"
+    for target in (600, 150, 1000, 300, 800, 40):
+        page.evaluate(
+            """async (target) => {
+                const impl = document.querySelector('.trace-viewer').__traceViewer;
+                const s = document.querySelector('.tv-scroll');
+                s.scrollTop = s.scrollHeight;                    // a scroll-driven load starts...
+                await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+                const jump = impl.focusStep(target);             // ...and a far jump races it
+                s.scrollTop = s.scrollHeight;
+                await jump;
+                await new Promise((r) => setTimeout(r, 400));
+            }""",
+            target,
+        )
+        steps = page.evaluate(order_js)
+        assert steps == list(range(steps[0], steps[0] + len(steps))), f"after jumping to {target}"
+        assert target in steps
