@@ -26,6 +26,7 @@ from ..models import Adjudication, AgreementReport, Annotation, ModeLabel, Rater
 
 CHUNK = 5000
 PROGRESS_EVERY = 1000
+TEXT_BATCH_BYTES = 32 * 1024 * 1024
 DECISION_VALUE = {"present": 1, "absent": 0}
 BASIS_NAMES = ("unanimous", "adjudicated", "majority")
 
@@ -312,7 +313,7 @@ def release_records(
         "metadata__mad_index",
     ]
     if spec.trace_text:
-        fields.append("raw_text")
+        fields.append("size_bytes")  # raw text is fetched in byte-bounded batches, not with the chunk
     rater_names = _rater_names(project=project) if (spec.raters or spec.judge or spec.majority) else {}
     wanted_kinds = set()
     if spec.raters or spec.majority:
@@ -437,7 +438,10 @@ def release_records(
                     evidence = _decode_evidence(ev_text)
                     extra[tid].setdefault(rid, {})[code] = (evidence, rationale)
 
+        texts: dict[int, str] = {}
         for position, t in enumerate(chunk):
+            if spec.trace_text and t["id"] not in texts:
+                texts = _texts_from(chunk, position)
             if progress is not None and position and position % PROGRESS_EVERY == 0:
                 progress(done + position)  # the page's progress bar moves within a chunk too
             tid = t["id"]
@@ -512,7 +516,7 @@ def release_records(
                 "trace": {
                     "key": t["metadata__mad_key"] or "",
                     "index": t["metadata__mad_index"],
-                    "trajectory": t["raw_text"] if spec.trace_text else None,
+                    "trajectory": texts[tid] if spec.trace_text else None,
                 },
                 "mast_annotation": labels,
                 "mast_studio": studio,
@@ -520,6 +524,18 @@ def release_records(
         done += len(chunk)
         if progress is not None:
             progress(done)
+
+
+def _texts_from(chunk: list[dict], start: int) -> dict[int, str]:
+    """Raw texts of chunk[start:] up to TEXT_BATCH_BYTES (at least one trace): memory stays bounded
+    however long the traces are."""
+    ids, total = [], 0
+    for t in chunk[start:]:
+        if ids and total + t["size_bytes"] > TEXT_BATCH_BYTES:
+            break
+        ids.append(t["id"])
+        total += t["size_bytes"]
+    return dict(Trace.objects.filter(id__in=ids).values_list("id", "raw_text"))
 
 
 def release_count_candidates(*, spec: ReleaseSpec) -> int:

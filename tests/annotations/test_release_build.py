@@ -325,3 +325,13 @@ def test_parquet_keeps_unknown_labels_as_null(project, manager, mast_version, an
     row = pq.read_table(file_path(release, "parquet")).to_pylist()[0]
     assert (row["mast_annotation"]["1.1"], row["mast_annotation"]["1.2"], row["mast_annotation"]["1.3"]) == (1, None, 0)
     assert row["trace"]["trajectory"] == t.raw_text
+
+
+def test_trace_text_is_read_in_byte_bounded_batches(project, manager, mast_version, monkeypatch):
+    from annotations.selectors import releases as selectors
+
+    monkeypatch.setattr(selectors, "TEXT_BATCH_BYTES", 1)  # one trace per batch
+    traces = [make_trace(project) for _ in range(5)]
+    closed_round(project, mast_version, {t: {"1.1"} for t in traces})
+    records = jsonl_records(build(project, manager))
+    assert [r["trace"]["trajectory"] for r in records] == [t.raw_text for t in traces]
