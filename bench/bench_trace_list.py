@@ -194,9 +194,7 @@ def time_requests(runs: int) -> None:
         ("api: newest", "/api/projects/bench/traces/"),
         ("api: search + sort", "/api/projects/bench/traces/?q=csv&sort=steps"),
     ]
-    print(
-        f"load average before timing: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work inflates wall)"
-    )
+    print(f"load average before timing: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work inflates wall)")
     print(f"{'case':32} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'cpu p50':>8} {'queries':>8}  rows")
     worst = 0.0
     for name, url in cases:

@@ -7,7 +7,7 @@ from tests.traces.viewer_factories import chatdev_log, trace_from_text
 
 pytestmark = pytest.mark.django_db
 
-XSS = "<script>window.__xss=1</script> and <img src=x onerror=\"window.__xss=2\">"
+XSS = '<script>window.__xss=1</script> and <img src=x onerror="window.__xss=2">'
 
 
 @pytest.fixture
