@@ -181,3 +181,15 @@ def test_export_dataset_to_a_zip_adds_card_and_manifest(project, mast_version, t
 def test_export_dataset_names_an_unknown_project(db, tmp_path):
     with pytest.raises(CommandError, match="nope"):
         call_command("export_dataset", project="nope", format="csv", out=str(tmp_path / "x.csv"))
+
+
+def test_progress_partial_polls_while_building_and_stops_when_published(client, project, manager, mast_version):
+    closed_round(project, mast_version, {make_trace(project): {"1.1"}})
+    release = release_create(project=project, by=manager, enqueue=False)
+    client.force_login(manager)
+    url = reverse("annotations:release_progress", kwargs={"slug": project.slug, "number": release.number})
+    building = client.get(url).content.decode()
+    assert 'hx-trigger="every 1s"' in building and 'role="progressbar"' in building
+    release_build(release_id=release.pk)
+    done = client.get(url).content.decode()
+    assert "hx-trigger" not in done and "Download zip" in done
