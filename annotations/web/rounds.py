@@ -252,6 +252,11 @@ def round_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "my_traces": my_traces,
             "steps": [(key, label, i < reached, i == reached) for i, (key, label) in enumerate(STEPS)],
             "open_disagreements": round_open_disagreement_count(round=rnd) if rnd.state == Round.State.REVIEW else 0,
+            "next_versions": list(
+                TaxonomyVersion.objects.filter(parent=rnd.taxonomy_version)
+                .select_related("taxonomy")
+                .order_by("number")
+            ),
             "nav": "projects",
         },
     )

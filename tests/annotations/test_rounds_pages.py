@@ -304,3 +304,17 @@ def test_imported_labels_flow_into_the_report_page(project, manager, annotator, 
     for u in (annotator, annotator2):
         round_labels_import(round=rnd, rater=rater_for_user(user=u), labels={t.pk: {"1.1": "present"} for t in traces})
     assert client_for(manager).get(url("round_report", rnd)).status_code == 200
+
+
+def test_detail_page_links_the_refined_version(review_round, manager):
+    from annotations.services.rounds import round_revise_definition
+
+    mode = round_revise_definition(round=review_round, mode_code="1.3", definition="Sharper.", by=manager)
+    html = client_for(manager).get(url("round_detail", review_round)).content.decode()
+    assert mode.version.label in html and "what changed" in html
+
+
+def test_report_of_a_round_without_submissions_says_undefined(project, manager, annotator, annotator2, traces):
+    rnd = make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=traces, name="Empty")
+    r = client_for(manager).get(url("round_report", rnd))
+    assert r.status_code == 200 and "undefined" in r.content.decode()
