@@ -318,3 +318,36 @@ def test_report_of_a_round_without_submissions_says_undefined(project, manager, 
     rnd = make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=traces, name="Empty")
     r = client_for(manager).get(url("round_report", rnd))
     assert r.status_code == 200 and "undefined" in r.content.decode()
+
+
+# ---------------------------------------------------------------- the whole permission matrix
+
+PAGES = ["round_detail", "round_report", "round_disagreements"]
+EXPECTED = {
+    # role: (open round: detail, report, disagreements), (review round: detail, report, disagreements)
+    "manager": ((200, 200, 200), (200, 200, 200)),
+    "annotator": ((200, 403, 403), (200, 200, 200)),
+    "bystander": ((200, 403, 403), (200, 200, 200)),  # an annotator of the project, not of the round
+    "viewer": ((200, 403, 403), (200, 200, 200)),
+    "outsider": ((404, 404, 404), (404, 404, 404)),
+}
+
+
+@pytest.mark.parametrize("role", list(EXPECTED))
+@pytest.mark.parametrize("state", ["open", "review"])
+def test_permission_matrix(project, manager, annotator, annotator2, viewer, outsider, traces, role, state):
+    from tests.factories import MembershipFactory, UserFactory
+
+    bystander = UserFactory(username="bystander")
+    MembershipFactory(project=project, user=bystander, role="annotator")
+    if state == "open":
+        rnd = make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=traces)
+    else:
+        rnd = make_review_round(
+            project, manager=manager, annotators=[annotator, annotator2], traces=traces, disagree_on=traces[:1]
+        )
+    user = {"manager": manager, "annotator": annotator, "bystander": bystander, "viewer": viewer, "outsider": outsider}[
+        role
+    ]
+    got = tuple(client_for(user).get(url(page, rnd)).status_code for page in PAGES)
+    assert got == EXPECTED[role][0 if state == "open" else 1]
