@@ -39,7 +39,7 @@ def pct(v: float) -> str:
 def num(v: float) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
-    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.2f}"
+    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 else f"{v:.1f}"
 
 
 def _nice_step(v: float, n: int = 7) -> float:
@@ -264,8 +264,8 @@ def heatmap(
             f'<rect x="{sx}" y="{sy + s * sh / steps:.1f}" width="14" height="{sh / steps + 0.5:.1f}" '
             f'fill="{_diverging(v)}"/>'
         )
-    for v, yy in ((1, sy + 4), (0, sy + sh / 2 + 4), (-1, sy + sh)):
-        body.append(f'<text x="{sx + 20}" y="{yy:.1f}" font-size="11" fill="{MUTED}">{v:+d}</text>')
+    for label, yy in (("+1", sy + 4), ("0", sy + sh / 2 + 4), ("−1", sy + sh)):
+        body.append(f'<text x="{sx + 20}" y="{yy:.1f}" font-size="11" fill="{MUTED}">{label}</text>')
     body.append(f'<text x="16" y="{height - 14}" fill="{MUTED}">{_e(legend_text)}</text>')
     return _svg(width, height, title, body)
 
