@@ -11,7 +11,8 @@
  *
  *   import { mountViewer } from "/static/js/trace-viewer.js";
  *   const viewer = mountViewer(rootEl, {
- *     onStepFocus(stepIndex) {},          // the focused step changed (j/k, click, outline, focusStep, hit)
+ *     onStepFocus(stepIndex) {},          // the focused step changed (j/k, click, outline, focusStep, hit);
+ *                                         // plain scrolling only moves the position indicator
  *     onStepClick(stepIndex, event) {},   // a click inside a step card
  *     onLineSelect({ start, end }) {},    // click a line number; shift+click extends the range
  *     keyboard: true,                     // j/k next/prev step, g/G first/last, / search (on document)
@@ -23,6 +24,7 @@
  *   viewer.setMarks({ 12: [{ label, color, title }] })   // evidence chips on cards + ticks on the outline
  *   viewer.nextMark() / viewer.prevMark()                -> Promise: focus the next/previous marked step
  *   viewer.focusLine(n)       -> Promise: show and highlight raw-text line n
+ *   viewer.search(q)          -> Promise: run an in-trace search (highlights hits, fills the counter)
  *   viewer.destroy()          // unbinds every listener and observer
  *
  * The root fills its container's height; steps scroll inside .tv-scroll. The server renders only
