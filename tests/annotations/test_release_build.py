@@ -174,7 +174,9 @@ def test_zip_holds_data_card_and_manifest(project, manager, labelled):
         "demo-v1/data.parquet",
         "demo-v1/manifest.json",
     ]
-    assert "configs:" in card and "data.parquet" in card and "FM-" not in card.split("## Failure modes")[0][-1:]
+    assert "configs:" in card and "path: data.parquet" in card
+    assert "| 1.3 | Step Repetition |" in card
+    assert release.files.get(kind="jsonl").sha256 in card
 
 
 def test_manifest_counts_traces_per_framework_and_describes_taxonomy(project, manager, labelled):
