@@ -323,17 +323,6 @@ def round_progress(*, round: Round, details: bool = False) -> RoundProgress:
     return RoundProgress(n_traces, people, rows)
 
 
-def round_assignments_for_user(*, user, project: Project) -> list[dict[str, Any]]:
-    """The open rounds the user labels in, with how many of their traces are submitted."""
-    out = []
-    for rnd in Round.objects.filter(project=project, state=Round.State.OPEN, round_annotators__user=user).annotate(
-        n_traces=Count("round_traces", distinct=True)
-    ):
-        done = Annotation.objects.filter(round=rnd, rater__user=user, state=Annotation.State.SUBMITTED).count()
-        out.append({"round": rnd, "n_traces": rnd.n_traces, "submitted": done})
-    return out
-
-
 # --------------------------------------------------------------------------------------
 # The label matrix
 # --------------------------------------------------------------------------------------
@@ -500,10 +489,6 @@ def round_labels_fingerprint_parts(*, round: Round, extra_rater_ids: Sequence[in
             extra["last"].isoformat() if extra["last"] else None,
         ]
     return parts
-
-
-def round_report_stored(*, round: Round, rater_set: str = HUMANS) -> AgreementReport | None:
-    return AgreementReport.objects.filter(round=round, rater_set=rater_set).first()
 
 
 def round_kappa_trend(*, project: Project) -> list[dict[str, Any]]:
@@ -765,12 +750,6 @@ def agreed_labels(
         seen.add(key)
         out.append(AgreedLabel(trace_id, code, mode_id, version_id, decision, basis, round_id, note))
     return out
-
-
-def round_annotators(*, round: Round) -> list:
-    return [
-        ra.user for ra in RoundAnnotator.objects.filter(round=round).select_related("user").order_by("user__username")
-    ]
 
 
 def project_annotator_choices(*, project: Project) -> QuerySet:

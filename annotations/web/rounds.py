@@ -24,7 +24,6 @@ from traces.selectors import project_get_for_user
 
 from ..models import Round
 from ..selectors.rounds import (
-    HUMANS,
     STRATA_FIELDS,
     project_annotator_choices,
     rater_set_parse,
@@ -723,6 +722,3 @@ def round_revise(request: HttpRequest, slug: str, pk: int, code: str) -> HttpRes
             "nav": "projects",
         },
     )
-
-
-__all__ = ["HUMANS"]
