@@ -117,8 +117,20 @@ def release_create(
         raise ValidationError("A filter release needs at least one framework, LLM or benchmark.")
     clean_options = _clean_options(options)
     Project.objects.select_for_update().filter(pk=project.pk).first()  # serialise numbering per project
+    fingerprint = release_inputs_fingerprint(project=project)
+    latest = Release.objects.filter(project=project).exclude(status=Release.Status.FAILED).order_by("-number").first()
+    if (
+        latest is not None
+        and latest.manifest.get("inputs_fingerprint") == fingerprint
+        and (latest.taxonomy_version_id, latest.selection, latest.round_id, latest.filters, latest.options)
+        == (version.pk, selection, getattr(round, "pk", None), clean_filters, clean_options)
+        and (latest.title, latest.notes) == (title.strip()[:200], notes.strip())
+    ):
+        # A repeated request (double click, retry) for a release of unchanged labels: the same release.
+        return latest
     number = (Release.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0) + 1
     release = Release(
+        manifest={"inputs_fingerprint": fingerprint},
         project=project,
         number=number,
         title=title.strip()[:200],

@@ -91,7 +91,10 @@ def release_list_page(request, slug):
             except ValidationError as exc:
                 form.add_error(None, exc)
             else:
-                messages.success(request, f"Release v{release.number} is being built.")
+                if release.is_done:
+                    messages.info(request, f"Nothing changed since release v{release.number}: no new release built.")
+                else:
+                    messages.success(request, f"Release v{release.number} is being built.")
                 return redirect("annotations:release_list", slug=project.slug)
     elif request.method == "POST":
         raise PermissionDenied("Only managers create releases.")

@@ -76,7 +76,7 @@ def jsonl_records(release: Release) -> list[dict]:
 
 def test_release_numbers_count_up_per_project(project, manager, labelled):
     first = build(project, manager)
-    second = build(project, manager)
+    second = build(project, manager, options={"trace_text": False})
     assert (first.number, second.number) == (1, 2)
 
 
@@ -337,3 +337,16 @@ def test_trace_text_is_read_in_byte_bounded_batches(project, manager, mast_versi
     closed_round(project, mast_version, {t: {"1.1"} for t in traces})
     records = jsonl_records(build(project, manager))
     assert [r["trace"]["trajectory"] for r in records] == [t.raw_text for t in traces]
+
+
+def test_repeating_an_identical_request_returns_the_same_release(project, manager, labelled):
+    first = release_create(project=project, by=manager, enqueue=False, title="Same")
+    again = release_create(project=project, by=manager, enqueue=False, title="Same")
+    assert again.pk == first.pk and Release.objects.count() == 1
+
+
+def test_a_new_release_is_numbered_once_labels_changed(project, manager, labelled, mast_version):
+    first = build(project, manager)
+    annotate(labelled["t2"], other_rater("another-judge"), mast_version, decisions(mast_version, {"1.1"}))
+    second = build(project, manager)
+    assert (first.number, second.number) == (1, 2)
