@@ -185,6 +185,20 @@ def main() -> None:
         f"p95 {p95 * 1000:.0f} ms (target < 300 ms)"
     )
 
+    url = reverse("annotations:round_disagreements", kwargs={"slug": SLUG, "pk": rnd.pk}) + "?status=all"
+    resp = client.get(url, secure=True)
+    n_dis = resp.context["page"].paginator.count
+    times = []
+    for _ in range(10):
+        t = time.perf_counter()
+        client.get(url, secure=True)
+        times.append(time.perf_counter() - t)
+    times.sort()
+    print(
+        f"disagreements page (first 20 of {n_dis:,} disagreements), 10 GETs: "
+        f"p50 {statistics.median(times) * 1000:.0f} ms, max {times[-1] * 1000:.0f} ms"
+    )
+
     if not args.keep:
         Project.objects.filter(slug=SLUG).delete()
 

@@ -588,7 +588,7 @@ def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpRe
 
 
 def _one_disagreement(request: HttpRequest, rnd: Round, trace_id: int, mode_code: str):
-    items = round_disagreements(round=rnd, user=request.user, mode_code=mode_code, trace_id=trace_id)
+    items = list(round_disagreements(round=rnd, user=request.user, mode_code=mode_code, trace_id=trace_id))
     _decorate(items, rnd.project.slug)
     return items[0] if items else None
 

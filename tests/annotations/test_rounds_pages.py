@@ -351,3 +351,17 @@ def test_permission_matrix(project, manager, annotator, annotator2, viewer, outs
     ]
     got = tuple(client_for(user).get(url(page, rnd)).status_code for page in PAGES)
     assert got == EXPECTED[role][0 if state == "open" else 1]
+
+
+@pytest.mark.parametrize("n", [2, 6])
+def test_disagreements_page_query_count_does_not_grow(
+    project, manager, annotator, annotator2, django_assert_num_queries, n
+):
+    many = make_traces(project, n)
+    rnd = make_review_round(project, manager=manager, annotators=[annotator, annotator2], traces=many, disagree_on=many)
+    c = client_for(manager)
+    page = url("round_disagreements", rnd) + "?status=all"
+    c.get(page)
+    # the same count for 2 or 6 disagreeing traces: no query per disagreement
+    with django_assert_num_queries(22):
+        assert c.get(page).status_code == 200
