@@ -165,8 +165,17 @@ def prompt_template_save(*, taxonomy_version: TaxonomyVersion, text: str, by, no
 # --------------------------------------------------------------------------- selection
 
 
+_published_modes: dict[int, list[FailureMode]] = {}
+
+
 def _modes(version: TaxonomyVersion) -> list[FailureMode]:
-    return list(FailureMode.objects.filter(version=version).order_by("order", "code"))
+    # A published version is frozen (database triggers refuse edits), so its modes are cached per process.
+    if version.is_published and version.pk in _published_modes:
+        return _published_modes[version.pk]
+    modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
+    if version.is_published:
+        _published_modes[version.pk] = modes
+    return modes
 
 
 def judge_trace_ids(
@@ -406,8 +415,10 @@ def _budget_reached(run: JudgeRun) -> str:
     return ""
 
 
-def judge_run_dispatch(*, run_id: int) -> int:
-    """Top up the run to its concurrency limit; finish it when nothing is left. Returns items claimed."""
+def judge_run_dispatch(*, run_id: int, reclaim: bool = False) -> int:
+    """Top up the run to its concurrency limit; finish it when nothing is left. Returns items claimed.
+
+    With ``reclaim`` (the sweep), running items whose lease expired are first put back to pending."""
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.state != JudgeRun.State.RUNNING:
@@ -416,34 +427,41 @@ def judge_run_dispatch(*, run_id: int) -> int:
             if not run.items.filter(state__in=[JudgeItem.State.PENDING, JudgeItem.State.RUNNING]).exists():
                 _finish(run)
             return 0
-        now = timezone.now()
-        items = JudgeItem.objects.filter(run=run)
-        items.filter(state=JudgeItem.State.RUNNING, lease_until__lt=now).update(
-            state=JudgeItem.State.PENDING, lease_until=None
-        )
-        counts = items.aggregate(
-            pending=Count("id", filter=Q(state=JudgeItem.State.PENDING)),
-            running=Count("id", filter=Q(state=JudgeItem.State.RUNNING)),
-        )
-        if counts["pending"] == 0:
-            if counts["running"] == 0:
-                _finish(run)
-            return 0
-        reason = _budget_reached(run)
-        if reason:
-            run.state = JudgeRun.State.PAUSED
-            run.error = reason
-            run.save(update_fields=["state", "error", "updated_at"])
-            return 0
-        slots = run.concurrency - counts["running"]
-        if slots <= 0:
-            return 0
-        ids = list(items.filter(state=JudgeItem.State.PENDING).order_by("id").values_list("id", flat=True)[:slots])
-        lease = now + timedelta(seconds=lease_seconds(run))
-        items.filter(pk__in=ids).update(state=JudgeItem.State.RUNNING, lease_until=lease, claim=F("claim") + 1)
-        pairs = list(JudgeItem.objects.filter(pk__in=ids).values_list("id", "claim"))
-        transaction.on_commit(lambda: _enqueue_items(pairs))
-        return len(pairs)
+        if reclaim:
+            JudgeItem.objects.filter(run=run, state=JudgeItem.State.RUNNING, lease_until__lt=timezone.now()).update(
+                state=JudgeItem.State.PENDING, lease_until=None
+            )
+        return _top_up(run)
+
+
+def _top_up(run: JudgeRun) -> int:
+    """Claim pending items up to the limit (caller holds the run's row lock in a transaction)."""
+    items = JudgeItem.objects.filter(run=run)
+    counts = items.aggregate(
+        pending=Count("id", filter=Q(state=JudgeItem.State.PENDING)),
+        running=Count("id", filter=Q(state=JudgeItem.State.RUNNING)),
+    )
+    if counts["pending"] == 0:
+        if counts["running"] == 0:
+            _finish(run)
+        return 0
+    reason = _budget_reached(run)
+    if reason:
+        run.state = JudgeRun.State.PAUSED
+        run.error = reason
+        run.save(update_fields=["state", "error", "updated_at"])
+        return 0
+    slots = run.concurrency - counts["running"]
+    if slots <= 0:
+        return 0
+    rows = list(items.filter(state=JudgeItem.State.PENDING).order_by("id").values_list("id", "claim")[:slots])
+    lease = timezone.now() + timedelta(seconds=lease_seconds(run))
+    items.filter(pk__in=[r[0] for r in rows]).update(
+        state=JudgeItem.State.RUNNING, lease_until=lease, claim=F("claim") + 1
+    )
+    pairs = [(item_id, claim + 1) for item_id, claim in rows]
+    transaction.on_commit(lambda: _enqueue_items(pairs))
+    return len(pairs)
 
 
 def _finish(run: JudgeRun) -> None:
@@ -485,7 +503,7 @@ def judge_sweep(*, now=None) -> float | None:
         if run.state == JudgeRun.State.QUEUED:
             judge_run_start(run_id=run.pk)
         else:
-            judge_run_dispatch(run_id=run.pk)
+            judge_run_dispatch(run_id=run.pk, reclaim=True)
         nxt = run.items.filter(state=JudgeItem.State.RUNNING).aggregate(m=Min("lease_until"))["m"]
         until = (nxt - now).total_seconds() + 1 if nxt else lease_seconds(run)
         wait = until if wait is None else min(wait, until)
@@ -577,7 +595,12 @@ def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, ap
 
 def judge_item_process(*, item_id: int, claim: int | None = None) -> str:
     """Label one trace (idempotent). Returns what happened: done, failed, cached, skipped, stopped."""
-    item = JudgeItem.objects.select_related("run", "run__prompt", "trace").filter(pk=item_id).first()
+    item = (
+        JudgeItem.objects.select_related("run", "run__prompt", "run__taxonomy_version", "trace")
+        .defer("trace__raw_text", "trace__metadata", "trace__task", "trace__agents")
+        .filter(pk=item_id)
+        .first()
+    )
     if item is None:
         return "skipped"
     run = item.run
@@ -599,7 +622,6 @@ def judge_item_process(*, item_id: int, claim: int | None = None) -> str:
         log.exception("judge item %s crashed", item_id)
         _item_failed(item, run, error=f"internal error: {type(exc).__name__}: {exc}"[:1000])
         outcome = "failed"
-    judge_run_dispatch(run_id=run.pk)
     return outcome
 
 
@@ -696,13 +718,22 @@ def _process(item: JudgeItem, run: JudgeRun) -> str:
     return "done"
 
 
-def _lock_item(item: JudgeItem, run: JudgeRun) -> JudgeItem | None:
-    """Lock run then item (the one lock order); None when the item is no longer ours to finish."""
-    JudgeRun.objects.select_for_update().filter(pk=run.pk).values_list("id", flat=True).first()
-    locked = JudgeItem.objects.select_for_update().get(pk=item.pk)
-    if locked.state in (JudgeItem.State.DONE, JudgeItem.State.FAILED):
+def _lock_item(item: JudgeItem, run: JudgeRun) -> JudgeRun | None:
+    """Lock run then item (the one lock order); the locked run, or None when the item is no longer ours."""
+    locked_run = JudgeRun.objects.select_for_update().get(pk=run.pk)
+    state = JudgeItem.objects.select_for_update().filter(pk=item.pk).values_list("state", flat=True).first()
+    if state in (None, JudgeItem.State.DONE, JudgeItem.State.FAILED):
         return None
-    return locked
+    return locked_run
+
+
+def _after_result(locked_run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal) -> None:
+    """Hand out the next item in the same transaction (saves a lock round trip per trace)."""
+    locked_run.tokens_in += tokens_in
+    locked_run.tokens_out += tokens_out
+    locked_run.cost += cost
+    if locked_run.state == JudgeRun.State.RUNNING:
+        _top_up(locked_run)
 
 
 def _item_failed(
@@ -718,8 +749,8 @@ def _item_failed(
 ) -> None:
     cost = _cost(run, tokens_in, tokens_out)
     with transaction.atomic():
-        locked = _lock_item(item, run)
-        if locked is None:
+        locked_run = _lock_item(item, run)
+        if locked_run is None:
             return
         JudgeItem.objects.filter(pk=item.pk).update(
             state=JudgeItem.State.FAILED,
@@ -741,6 +772,7 @@ def _item_failed(
             cost=F("cost") + cost,
             n_truncated=F("n_truncated") + int(bool(trunc and trunc.truncated)),
         )
+        _after_result(locked_run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
 
 
 def _upsert_annotation(
@@ -808,8 +840,8 @@ def _write_result(
     by_code = {m.code: m for m in modes}
     cost = _cost(run, tokens_in, tokens_out)
     with transaction.atomic():
-        locked = _lock_item(item, run)
-        if locked is None:
+        locked_run = _lock_item(item, run)
+        if locked_run is None:
             return  # a duplicate delivery: the first one wrote the result
         source = {
             "run": run.pk,
@@ -868,6 +900,7 @@ def _write_result(
         )
         if cache is not None:
             JudgeCache.objects.bulk_create([cache], ignore_conflicts=True)
+        _after_result(locked_run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
 
 
 # --------------------------------------------------------------------------- baseline

@@ -241,7 +241,9 @@ def test_expired_lease_is_claimed_again(project, manager, llm_server, fast_retri
     judge_run_start(run_id=run.pk)
     item = JudgeItem.objects.get(run=run)
     JudgeItem.objects.filter(pk=item.pk).update(lease_until="2000-01-01T00:00:00Z")
-    judge_run_dispatch(run_id=run.pk)
+    judge_run_dispatch(run_id=run.pk)  # a plain top-up leaves a claimed item alone
+    assert JudgeItem.objects.get(pk=item.pk).claim == item.claim
+    judge_run_dispatch(run_id=run.pk, reclaim=True)  # the sweep takes it back
     again = JudgeItem.objects.get(pk=item.pk)
     assert again.state == "running" and again.claim == item.claim + 1
 
