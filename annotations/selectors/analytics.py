@@ -28,6 +28,7 @@ from ..visibility import annotations_visible_to
 from .releases import VersionMapper, mask_sum, version_modes
 
 AGREED = "agreed"
+FETCH_ROWS = 20_000
 FILTER_FIELDS = ("mas_name", "llm_name", "benchmark")
 
 
@@ -192,6 +193,7 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
         .values_list(
             "id", "mas_name", "llm_name", "benchmark", "n_steps", "n_agent_switches", "n_repeated_steps", "outcome"
         )
+        .iterator(chunk_size=FETCH_ROWS)  # a few large fetches instead of one per 100 rows
     )
     traces = [t for t in traces if t[0] in K and K[t[0]]]
     n, m = len(traces), len(target_codes)

@@ -379,7 +379,12 @@ def dashboard(request, slug):
     key = "mast:dashboard:" + hashlib.sha256(f"{fingerprint}|{cohort_a}|{cohort_b}|{correction}".encode()).hexdigest()
     cached = cache.get(key)
     if cached is None:
-        M = label_matrix(user=request.user, project=project, source=source, filters=filters)
+        # the matrix is cached on its own too, so a new cohort or correction reuses it
+        matrix_key = f"mast:dashboard-matrix:{fingerprint}"
+        M = cache.get(matrix_key)
+        if M is None:
+            M = label_matrix(user=request.user, project=project, source=source, filters=filters)
+            cache.set(matrix_key, M, CACHE_SECONDS)
         chart_list, summary = build_charts(M, cohort_a=cohort_a, cohort_b=cohort_b, correction=correction)
         cached = (chart_list, summary, M.source_label, M.n_mapped)
         cache.set(key, cached, CACHE_SECONDS)
