@@ -46,7 +46,7 @@ from django.urls import reverse  # noqa: E402
 
 from annotations import agreement  # noqa: E402
 from annotations.models import Annotation, ModeLabel, Rater, Round, RoundAnnotator, RoundTrace  # noqa: E402
-from annotations.selectors.rounds import round_label_matrix  # noqa: E402
+from annotations.selectors.rounds import round_disagreements, round_label_matrix  # noqa: E402
 from annotations.services.rounds import REPORT_N_BOOT, REPORT_SEED, agreement_report_get  # noqa: E402
 from taxonomy.services import taxonomy_seed_mast  # noqa: E402
 from traces.models import Membership, Project, Trace  # noqa: E402
@@ -186,8 +186,8 @@ def main() -> None:
     )
 
     url = reverse("annotations:round_disagreements", kwargs={"slug": SLUG, "pk": rnd.pk}) + "?status=all"
-    resp = client.get(url, secure=True)
-    n_dis = resp.context["page"].paginator.count
+    assert client.get(url, secure=True).status_code == 200
+    n_dis = len(round_disagreements(round=rnd, user=manager, status="all"))
     times = []
     for _ in range(10):
         t = time.perf_counter()

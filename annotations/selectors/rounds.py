@@ -629,9 +629,12 @@ class DisagreementList(Sequence):
     slice loads labels, comments and traces for just that slice, so a paginator (Django's or
     DRF's) reads one page of a 1,642-trace round, not all of it."""
 
-    def __init__(self, *, round: Round, user, units: list[Unit], adjudications: dict, modes: dict) -> None:
+    def __init__(
+        self, *, round: Round, user, units: list[Unit], adjudications: dict, modes: dict, n_open: int = 0
+    ) -> None:
         self.round, self.user, self.units = round, user, units
         self.adjudications, self.modes = adjudications, modes
+        self.n_open = n_open  # units of the whole round still needing a decision (before filters)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -705,22 +708,25 @@ def round_disagreements(
     Returns a lazy sequence (see ``DisagreementList``): slice it to page it.
     """
     units = [u for u in round_units(round=round) if u.unanimous is None]
-    if trace_id is not None:
-        units = [u for u in units if u.trace_id == trace_id]
-    modes = {m.pk: m for m in round_modes(version=round.taxonomy_version)}
-    if mode_code:
-        units = [u for u in units if modes[u.mode_id].code == mode_code]
     adjudications = {
         (a.trace_id, a.mode_id): a
         for a in Adjudication.objects.filter(round=round)
         .exclude(basis=Adjudication.Basis.UNANIMOUS)
         .select_related("by")
     }
+    n_open = sum(1 for u in units if (u.trace_id, u.mode_id) not in adjudications)
+    if trace_id is not None:
+        units = [u for u in units if u.trace_id == trace_id]
+    modes = {m.pk: m for m in round_modes(version=round.taxonomy_version)}
+    if mode_code:
+        units = [u for u in units if modes[u.mode_id].code == mode_code]
     if status == "open":
         units = [u for u in units if (u.trace_id, u.mode_id) not in adjudications]
     elif status == "decided":
         units = [u for u in units if (u.trace_id, u.mode_id) in adjudications]
-    return DisagreementList(round=round, user=user, units=units, adjudications=adjudications, modes=modes)
+    return DisagreementList(
+        round=round, user=user, units=units, adjudications=adjudications, modes=modes, n_open=n_open
+    )
 
 
 def round_adjudications(*, round: Round) -> QuerySet[Adjudication]:

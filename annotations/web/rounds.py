@@ -578,7 +578,7 @@ def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpRe
             "status": status,
             "mode": mode,
             "modes": round_modes(version=rnd.taxonomy_version),
-            "n_open": round_open_disagreement_count(round=rnd) if rnd.state == Round.State.REVIEW else 0,
+            "n_open": items.n_open if rnd.state == Round.State.REVIEW else 0,
             "can_adjudicate": access.can_manage and rnd.state == Round.State.REVIEW,
             "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
             and (access.can_manage or access.is_annotator),

@@ -363,5 +363,5 @@ def test_disagreements_page_query_count_does_not_grow(
     page = url("round_disagreements", rnd) + "?status=all"
     c.get(page)
     # the same count for 2 or 6 disagreeing traces: no query per disagreement
-    with django_assert_num_queries(22):
+    with django_assert_num_queries(17):
         assert c.get(page).status_code == 200
