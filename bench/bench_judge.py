@@ -32,6 +32,12 @@ REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_judge"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and all its threads (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", type=int, default=1000)
@@ -126,6 +132,8 @@ def main() -> None:
             seen = llm.n_requests
             llm.max_in_flight = 0
             t = time.perf_counter()
+            cpu0 = cpu_seconds(worker.pid)
+            load0 = os.getloadavg()[0]
             run = judge_run_create(project=project, by=None, provider="openai", base_url=llm.url, model=model,
                                    concurrency=args.concurrency, timeout=30)
             while True:
@@ -135,6 +143,7 @@ def main() -> None:
                 print(f"\r  {label}: {run.n_done + run.n_failed}/{run.n_total}", end="", file=sys.stderr, flush=True)
                 time.sleep(0.1)
             elapsed = time.perf_counter() - t
+            cpu = cpu_seconds(worker.pid) - cpu0
             print(file=sys.stderr)
             per_trace = Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True)
             n_ann = per_trace.count()
@@ -148,6 +157,8 @@ def main() -> None:
                   f"{duplicates}, annotations {n_ann}")
             print(f"  HTTP requests {requests} ({requests - run.n_total} retries), max in flight {llm.max_in_flight}, "
                   f"{run.n_total / elapsed:.1f} traces/s")
+            print(f"  worker CPU {cpu:.1f} s ({1000 * cpu / run.n_total:.1f} ms per trace); machine load average "
+                  f"(2 cores) at the start {load0:.1f}")
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         try:

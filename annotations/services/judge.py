@@ -396,9 +396,12 @@ def judge_run_resume(*, run: JudgeRun, by=None) -> JudgeRun:
             raise ValidationError(
                 f"The run is {run.get_state_display().lower()}; only a paused or failed run can be resumed."
             )
-        JudgeItem.objects.filter(run=run, state=JudgeItem.State.RUNNING).update(
-            state=JudgeItem.State.PENDING, lease_until=None
+        held = list(
+            JudgeItem.objects.select_for_update(skip_locked=True)
+            .filter(run=run, state=JudgeItem.State.RUNNING)
+            .values_list("id", flat=True)
         )
+        JudgeItem.objects.filter(pk__in=held).update(state=JudgeItem.State.PENDING, lease_until=None)
         run.state = JudgeRun.State.QUEUED
         run.error = ""
         run.finished_at = None
@@ -428,9 +431,13 @@ def judge_run_dispatch(*, run_id: int, reclaim: bool = False) -> int:
                 _finish(run)
             return 0
         if reclaim:
-            JudgeItem.objects.filter(run=run, state=JudgeItem.State.RUNNING, lease_until__lt=timezone.now()).update(
-                state=JudgeItem.State.PENDING, lease_until=None
+            # SKIP LOCKED: an item whose result is being written right now is not ours to take back.
+            expired = list(
+                JudgeItem.objects.select_for_update(skip_locked=True)
+                .filter(run=run, state=JudgeItem.State.RUNNING, lease_until__lt=timezone.now())
+                .values_list("id", flat=True)
             )
+            JudgeItem.objects.filter(pk__in=expired).update(state=JudgeItem.State.PENDING, lease_until=None)
         return _top_up(run)
 
 
@@ -718,22 +725,46 @@ def _process(item: JudgeItem, run: JudgeRun) -> str:
     return "done"
 
 
-def _lock_item(item: JudgeItem, run: JudgeRun) -> JudgeRun | None:
-    """Lock run then item (the one lock order); the locked run, or None when the item is no longer ours."""
-    locked_run = JudgeRun.objects.select_for_update().get(pk=run.pk)
+def _lock_item(item: JudgeItem) -> bool:
+    """Lock the item; False when its result is already written (a duplicate delivery).
+
+    Lock order: the item first, the run row last (its counters are the transaction's final
+    statement), so the run row is held only for the commit. Paths that lock the run and then
+    items (sweep, resume) take items with SKIP LOCKED, so they never wait on a result being written.
+    """
     state = JudgeItem.objects.select_for_update().filter(pk=item.pk).values_list("state", flat=True).first()
-    if state in (None, JudgeItem.State.DONE, JudgeItem.State.FAILED):
-        return None
-    return locked_run
+    return state not in (None, JudgeItem.State.DONE, JudgeItem.State.FAILED)
 
 
-def _after_result(locked_run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal) -> None:
-    """Hand out the next item in the same transaction (saves a lock round trip per trace)."""
-    locked_run.tokens_in += tokens_in
-    locked_run.tokens_out += tokens_out
-    locked_run.cost += cost
-    if locked_run.state == JudgeRun.State.RUNNING:
-        _top_up(locked_run)
+def _claim_next(run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal) -> None:
+    """One trace finished: hand out one more (each completion frees exactly one slot).
+
+    The budget is checked here, on the counters as this item saw them plus its own use: calls
+    already in flight can overshoot it by at most concurrency - 1 traces."""
+    run.tokens_in += tokens_in
+    run.tokens_out += tokens_out
+    run.cost += cost
+    if run.state != JudgeRun.State.RUNNING or _budget_reached(run):
+        return  # the finish check after commit pauses or finishes the run
+    row = (
+        JudgeItem.objects.select_for_update(skip_locked=True)
+        .filter(run=run, state=JudgeItem.State.PENDING)
+        .order_by("id")
+        .values_list("id", "claim")
+        .first()
+    )
+    if row is None:
+        return
+    lease = timezone.now() + timedelta(seconds=lease_seconds(run))
+    JudgeItem.objects.filter(pk=row[0]).update(state=JudgeItem.State.RUNNING, lease_until=lease, claim=F("claim") + 1)
+    pairs = [(row[0], row[1] + 1)]
+    transaction.on_commit(lambda: _enqueue_items(pairs))
+
+
+def _finish_if_idle(run: JudgeRun) -> None:
+    """After a result: when nothing is running any more, let dispatch finish (or pause) the run."""
+    if not JudgeItem.objects.filter(run=run, state=JudgeItem.State.RUNNING).exists():
+        judge_run_dispatch(run_id=run.pk)
 
 
 def _item_failed(
@@ -749,8 +780,7 @@ def _item_failed(
 ) -> None:
     cost = _cost(run, tokens_in, tokens_out)
     with transaction.atomic():
-        locked_run = _lock_item(item, run)
-        if locked_run is None:
+        if not _lock_item(item):
             return
         JudgeItem.objects.filter(pk=item.pk).update(
             state=JudgeItem.State.FAILED,
@@ -765,6 +795,7 @@ def _item_failed(
             truncated=bool(trunc and trunc.truncated),
             truncation=trunc.as_dict() if trunc else {},
         )
+        _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         JudgeRun.objects.filter(pk=run.pk).update(
             n_failed=F("n_failed") + 1,
             tokens_in=F("tokens_in") + tokens_in,
@@ -772,7 +803,7 @@ def _item_failed(
             cost=F("cost") + cost,
             n_truncated=F("n_truncated") + int(bool(trunc and trunc.truncated)),
         )
-        _after_result(locked_run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    _finish_if_idle(run)
 
 
 def _upsert_annotation(
@@ -840,8 +871,7 @@ def _write_result(
     by_code = {m.code: m for m in modes}
     cost = _cost(run, tokens_in, tokens_out)
     with transaction.atomic():
-        locked_run = _lock_item(item, run)
-        if locked_run is None:
+        if not _lock_item(item):
             return  # a duplicate delivery: the first one wrote the result
         source = {
             "run": run.pk,
@@ -890,6 +920,9 @@ def _write_result(
             annotation=ann,
             finished_at=timezone.now(),
         )
+        if cache is not None:
+            JudgeCache.objects.bulk_create([cache], ignore_conflicts=True)
+        _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         JudgeRun.objects.filter(pk=run.pk).update(
             n_done=F("n_done") + 1,
             n_cached=F("n_cached") + int(cached),
@@ -898,9 +931,7 @@ def _write_result(
             cost=F("cost") + cost,
             n_truncated=F("n_truncated") + int(trunc.truncated),
         )
-        if cache is not None:
-            JudgeCache.objects.bulk_create([cache], ignore_conflicts=True)
-        _after_result(locked_run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    _finish_if_idle(run)
 
 
 # --------------------------------------------------------------------------- baseline
