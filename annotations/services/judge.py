@@ -542,12 +542,11 @@ class _Attempts:
 
     def __init__(self, item: JudgeItem, run: JudgeRun):
         self.item, self.run = item, run
+        self.n = 0  # attempts made; written with the result (the claim gave the first one a fresh lease)
 
-    def _renew(self, extra: float = 0.0, count: bool = False) -> None:
+    def _renew(self, extra: float = 0.0) -> None:
         lease = timezone.now() + timedelta(seconds=lease_seconds(self.run) + extra)
         fields: dict[str, Any] = {"lease_until": lease}
-        if count:
-            fields["attempts"] = F("attempts") + 1
         alive = JudgeItem.objects.filter(
             pk=self.item.pk, state=JudgeItem.State.RUNNING, claim=self.item.claim, run__state=JudgeRun.State.RUNNING
         ).update(**fields)
@@ -555,7 +554,9 @@ class _Attempts:
             raise JudgeStopped()
 
     def before(self, attempt: int) -> None:
-        self._renew(count=True)
+        self.n += 1
+        if attempt == 1 and self.n > 1:  # a repair request: a new call, a new lease
+            self._renew()
 
     def sleep(self, seconds: float) -> None:
         self._renew(extra=seconds)
@@ -675,13 +676,31 @@ def _process(item: JudgeItem, run: JudgeRun) -> str:
         return "cached"
     api_key = llm.api_key_from_env(run.api_key_env)
     attempts = _Attempts(item, run)
-    first = _call(run, messages, attempts, api_key)
+    try:
+        first = _call(run, messages, attempts, api_key)
+    except llm.TransientError as exc:  # still failing after the bounded retries: this trace fails, the run goes on
+        _item_failed(item, run, attempts=attempts.n, error=str(exc), trunc=trunc)
+        return "failed"
     raws, tin, tout, lat = [first.text], first.tokens_in, first.tokens_out, first.latency_ms
     try:
         answer = prompting.parse_answer(first.text, codes=codes, valid_steps=valid_steps)
     except prompting.AnswerError as exc:
         repair = prompting.repair_messages(messages, raw=first.text, error=str(exc), codes=codes)
-        second = _call(run, repair, attempts, api_key)
+        try:
+            second = _call(run, repair, attempts, api_key)
+        except llm.TransientError as exc2:
+            _item_failed(
+                item,
+                run,
+                attempts=attempts.n,
+                error=f"repair request failed: {exc2}",
+                raw=first.text,
+                tokens_in=tin,
+                tokens_out=tout,
+                latency_ms=lat,
+                trunc=trunc,
+            )
+            return "failed"
         raws.append(second.text)
         tin, tout, lat = tin + second.tokens_in, tout + second.tokens_out, lat + second.latency_ms
         try:
@@ -690,6 +709,7 @@ def _process(item: JudgeItem, run: JudgeRun) -> str:
             _item_failed(
                 item,
                 run,
+                attempts=attempts.n,
                 error=f"unusable answer after one repair request: {exc2} (first answer: {exc})",
                 raw="\n\n----- repair answer -----\n\n".join(raws),
                 tokens_in=tin,
@@ -714,6 +734,7 @@ def _process(item: JudgeItem, run: JudgeRun) -> str:
         run,
         modes,
         answer,
+        attempts=attempts.n,
         raw="\n\n----- repair answer -----\n\n".join(raws),
         tokens_in=tin,
         tokens_out=tout,
@@ -736,7 +757,7 @@ def _lock_item(item: JudgeItem) -> bool:
     return state not in (None, JudgeItem.State.DONE, JudgeItem.State.FAILED)
 
 
-def _claim_next(run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal) -> None:
+def _claim_next(run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal) -> bool:
     """One trace finished: hand out one more (each completion frees exactly one slot).
 
     The budget is checked here, on the counters as this item saw them plus its own use: calls
@@ -745,7 +766,7 @@ def _claim_next(run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal
     run.tokens_out += tokens_out
     run.cost += cost
     if run.state != JudgeRun.State.RUNNING or _budget_reached(run):
-        return  # the finish check after commit pauses or finishes the run
+        return False  # the finish check after commit pauses or finishes the run
     row = (
         JudgeItem.objects.select_for_update(skip_locked=True)
         .filter(run=run, state=JudgeItem.State.PENDING)
@@ -754,11 +775,12 @@ def _claim_next(run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal
         .first()
     )
     if row is None:
-        return
+        return False
     lease = timezone.now() + timedelta(seconds=lease_seconds(run))
     JudgeItem.objects.filter(pk=row[0]).update(state=JudgeItem.State.RUNNING, lease_until=lease, claim=F("claim") + 1)
     pairs = [(row[0], row[1] + 1)]
     transaction.on_commit(lambda: _enqueue_items(pairs))
+    return True
 
 
 def _finish_if_idle(run: JudgeRun) -> None:
@@ -772,6 +794,7 @@ def _item_failed(
     run: JudgeRun,
     *,
     error: str,
+    attempts: int = 0,
     raw: str = "",
     tokens_in: int = 0,
     tokens_out: int = 0,
@@ -785,6 +808,7 @@ def _item_failed(
         JudgeItem.objects.filter(pk=item.pk).update(
             state=JudgeItem.State.FAILED,
             error=error,
+            attempts=F("attempts") + attempts,
             raw_answer=raw,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
@@ -795,7 +819,7 @@ def _item_failed(
             truncated=bool(trunc and trunc.truncated),
             truncation=trunc.as_dict() if trunc else {},
         )
-        _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+        claimed = _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         JudgeRun.objects.filter(pk=run.pk).update(
             n_failed=F("n_failed") + 1,
             tokens_in=F("tokens_in") + tokens_in,
@@ -803,7 +827,8 @@ def _item_failed(
             cost=F("cost") + cost,
             n_truncated=F("n_truncated") + int(bool(trunc and trunc.truncated)),
         )
-    _finish_if_idle(run)
+    if not claimed:
+        _finish_if_idle(run)
 
 
 def _upsert_annotation(
@@ -867,6 +892,7 @@ def _write_result(
     trunc: prompting.Truncation,
     cached: bool,
     cache: JudgeCache | None,
+    attempts: int = 0,
 ) -> None:
     by_code = {m.code: m for m in modes}
     cost = _cost(run, tokens_in, tokens_out)
@@ -906,6 +932,7 @@ def _write_result(
         )
         JudgeItem.objects.filter(pk=item.pk).update(
             state=JudgeItem.State.DONE,
+            attempts=F("attempts") + attempts,
             raw_answer=raw,
             parsed=answer.as_dict(),
             tokens_in=tokens_in,
@@ -922,7 +949,7 @@ def _write_result(
         )
         if cache is not None:
             JudgeCache.objects.bulk_create([cache], ignore_conflicts=True)
-        _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+        claimed = _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         JudgeRun.objects.filter(pk=run.pk).update(
             n_done=F("n_done") + 1,
             n_cached=F("n_cached") + int(cached),
@@ -931,7 +958,8 @@ def _write_result(
             cost=F("cost") + cost,
             n_truncated=F("n_truncated") + int(trunc.truncated),
         )
-    _finish_if_idle(run)
+    if not claimed:
+        _finish_if_idle(run)
 
 
 # --------------------------------------------------------------------------- baseline
