@@ -97,7 +97,8 @@ def record_from_extra(*, extra: dict, trace_id: int | None = None, content_hash:
     rnd, annotations = extra.get("round"), extra.get("annotations")
     if rnd in (None, "") or not annotations:
         return None
-    where = f"{extra.get('source_file', '')} record {extra.get('record_number')}"
+    number = extra.get("record_number")
+    where = f"{extra.get('source_file', '')} record {'?' if number is None else number + 1}"
     modes, labels = [], defaultdict(dict)
     for i, item in enumerate(annotations):
         if not isinstance(item, dict) or "failure mode" not in item:
@@ -220,8 +221,8 @@ def rounds_build(*, project: Project, records: list[RoundRecord], by=None) -> li
         for rec in recs[1:]:
             if rec.modes != first.modes:
                 raise ValidationError(
-                    f"{rec.source_file} record {rec.record_number}: its failure-mode list differs from record "
-                    f"{first.record_number} of the same round {name!r}"
+                    f"{rec.source_file} record {rec.record_number + 1}: its failure-mode list differs from record "
+                    f"{first.record_number + 1} of the same round {name!r}"
                 )
         version = _version_for(name, first.modes, by)
         source = first.source_file or "file"
@@ -342,5 +343,5 @@ class MastHumanRoundsHook:
             if rec.trace_id is None:
                 rec.trace_id = ids.get(rec.content_hash)
                 if rec.trace_id is None:
-                    raise ValidationError(f"{rec.source_file} record {rec.record_number}: its trace was not stored")
+                    raise ValidationError(f"{rec.source_file} record {rec.record_number + 1}: its trace was not stored")
         rounds_build(project=batch.project, records=records, by=getattr(batch, "by", None))

@@ -795,7 +795,7 @@ def _where(name: str, e: ParseError, *, record: int | None = None) -> str:
     parts = [name]
     rec = e.record if e.record is not None else record
     if rec is not None:
-        parts.append(f"record {rec}")
+        parts.append(f"record {rec + 1}")  # counted from 1 in messages, like ParseError
     if e.line is not None:
         parts.append(f"line {e.line}")
     return f"{', '.join(parts)}: {e.reason}"

@@ -71,5 +71,5 @@ def test_a_bad_upload_fails_in_the_worker_with_the_error_and_stores_nothing(
     job, _ = _wait(job.pk)
 
     assert job.status == "failed"
-    assert job.error.startswith("zz_bad.jsonl, record 1, line 2: invalid JSON")
+    assert job.error.startswith("zz_bad.jsonl, record 2, line 2: invalid JSON")
     assert Trace.objects.count() == 0

@@ -244,13 +244,13 @@ BAD_INPUTS = {
     "bad_jsonl_record": (
         "records.jsonl",
         b'{"mas_name": "AG2", "trace_id": 1, "trace": {"trajectory": "hello"}}\n{"mas_name": "AG2", "trace": {oops}\n',
-        ["records.jsonl", "record 1", "line 2"],
+        ["records.jsonl", "record 2", "line 2"],
     ),
     "truncated_mast_data": (
         "mad.json",
         b'[\n {"mas_name": "AG2", "trace_id": 1, "trace": {"trajectory": "one"}},\n'
         b' {"mas_name": "AG2", "trace_id": 2, "trace": {"trajectory": "tw',
-        ["mad.json", "record 1", "line 3", "truncated"],
+        ["mad.json", "record 2", "line 3", "truncated"],
     ),
     "binary": ("image.log", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8, ["image.log", "binary"]),
     "not_utf8": (
@@ -360,7 +360,7 @@ def test_bad_mast_annotation_value_names_the_record(project, tmp_path, row_count
     bad = {"mas_name": "AG2", "trace_id": 2, "trace": {"trajectory": "two"}, "mast_annotation": {"1.1": 7}}
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     before = row_counts()
-    with pytest.raises(TraceImportError, match=r"mad\.jsonl, record 1.*is not 0, 1 or null"):
+    with pytest.raises(TraceImportError, match=r"mad\.jsonl, record 2.*is not 0, 1 or null"):
         traces_import(project=project, paths_or_files=[path])
     assert row_counts() == before
 

@@ -415,7 +415,7 @@ def test_truncated_json_array_names_the_record() -> None:
     with pytest.raises(ParseError) as err:
         list(iter_mast_records(io.BytesIO(cut), filename="cut.json"))
     assert err.value.record == 1
-    assert "cut.json, record 1" in str(err.value)
+    assert "cut.json, record 2" in str(err.value)
 
 
 def test_mast_jsonl_bad_line_names_record_and_line() -> None:
@@ -428,7 +428,7 @@ def test_mast_jsonl_bad_line_names_record_and_line() -> None:
 
 def test_record_without_trace_text_is_rejected() -> None:
     data = json.dumps([{"mas_name": "AG2", "trace_id": 1, "trace": {"key": "k", "index": 0}}]).encode()
-    with pytest.raises(ParseError, match=r"x.json, record 0, line 1: record has no trace text"):
+    with pytest.raises(ParseError, match=r"x.json, record 1, line 1: record has no trace text"):
         list(iter_mast_records(io.BytesIO(data), filename="x.json"))
 
 

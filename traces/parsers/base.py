@@ -40,7 +40,11 @@ class ParsedTrace:
 
 
 class ParseError(ValueError):
-    """Message says what and where: file name, record number and/or line number."""
+    """Message says what and where: file name, record number and/or line number.
+
+    ``record`` is the 0-based index of the record in its file; messages count records from 1
+    ("record 1" is the first), as a person reading the file would.
+    """
 
     def __init__(self, message: str, *, filename: str = "", line: int | None = None, record: int | None = None) -> None:
         self.reason = message
@@ -49,7 +53,7 @@ class ParseError(ValueError):
         self.record = record
         where = [filename] if filename else []
         if record is not None:
-            where.append(f"record {record}")
+            where.append(f"record {record + 1}")
         if line is not None:
             where.append(f"line {line}")
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
