@@ -2,8 +2,9 @@
 
 Nothing here loads ``Trace.raw_text`` except ``trace_raw_text`` / ``trace_raw_lines``: a project
 holds thousands of traces of ~100 KB each and the list must stay cheap. The "labelled" filter
-uses an EXISTS subquery on the ``annotations`` reverse relation without importing the
-annotations app (traces must not depend on it).
+means "a person has submitted labels for it" (imported sources and LLM judges do not count: a
+MAST-Data import would otherwise mark every trace labelled). It is an EXISTS subquery on the
+``annotations`` reverse relation, so traces never imports the annotations app.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def _submitted_annotations(trace_ref) -> QuerySet:
     # The related model is annotations.Annotation; reached through the reverse relation so that
     # traces never imports the annotations app.
     annotation_model = Trace.annotations.rel.related_model
-    return annotation_model.objects.filter(trace=trace_ref, state="submitted")
+    return annotation_model.objects.filter(trace=trace_ref, state="submitted", rater__kind="human")
 
 
 def trace_list_for_user(*, user, project: Project, filters: TraceFilters | None = None) -> QuerySet[Trace]:

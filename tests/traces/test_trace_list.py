@@ -79,6 +79,11 @@ def test_labelled_means_at_least_one_submitted_annotation(viewer, project, mixed
     assert set(ids(listed(viewer, project, labelled="no"))) == {mixed["metagpt"].pk, mixed["ag2"].pk}
 
 
+def test_labels_from_an_imported_source_do_not_make_a_trace_labelled(viewer, project, mixed):
+    submitted_annotation(mixed["chatdev"], rater_name="MAST-Data judge", kind="imported")
+    assert ids(listed(viewer, project, labelled="yes")) == []
+
+
 def test_rows_say_whether_they_are_labelled(viewer, project, mixed):
     submitted_annotation(mixed["metagpt"])
     flags = {t.pk: t.is_labelled for t in listed(viewer, project)}

@@ -128,11 +128,16 @@ def bare_trace(project: Project, **fields) -> Trace:
     )
 
 
-def submitted_annotation(trace: Trace, *, state: str = "submitted", rater_name: str = "MAST-Data judge"):
-    """An annotation on the trace (the 'labelled' filter looks for submitted ones)."""
+def submitted_annotation(
+    trace: Trace, *, state: str = "submitted", rater_name: str = "labeller", kind: str = "human"
+):
+    """An annotation on the trace (the 'labelled' filter looks for submitted human ones)."""
+    from django.contrib.auth import get_user_model
+
     from annotations.models import Annotation, Rater
 
-    rater, _ = Rater.objects.get_or_create(name=rater_name, defaults={"kind": "imported"})
+    user = get_user_model().objects.get_or_create(username=rater_name)[0] if kind == "human" else None
+    rater, _ = Rater.objects.get_or_create(name=rater_name, defaults={"kind": kind, "user": user})
     return Annotation.objects.create(
         trace=trace, rater=rater, taxonomy_version=trace.project.taxonomy_version, state=state
     )
