@@ -162,7 +162,7 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 if not CELERY_BROKER_URL:
     # No Redis: a real worker still runs, fed through files on disk (kombu filesystem transport).
     _broker_dir = VAR_DIR / "broker"
-    for _sub in ("in", "processed"):
+    for _sub in ("in", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -170,6 +170,7 @@ if not CELERY_BROKER_URL:
         "data_folder_out": str(_broker_dir / "in"),
         "processed_folder": str(_broker_dir / "processed"),
         "store_processed": False,
+        "control_folder": str(_broker_dir / "control"),
     }
 CELERY_RESULT_BACKEND = None  # job state lives in our own tables, not in Celery results
 CELERY_TASK_IGNORE_RESULT = True
