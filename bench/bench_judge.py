@@ -6,7 +6,7 @@ Run: .venv/bin/python bench/bench_judge.py [--traces 1000] [--latency 0.3] [--co
    and makes N traces of 6 steps each (about 3 KB of text per trace).
 2. Starts the scripted chat-completions server (tests/llm_server.py) on 127.0.0.1: every answer
    takes --latency seconds and is a valid judge answer.
-3. Starts a real Celery worker (-P threads, --concurrency = concurrency + 8) on Redis
+3. Starts real Celery workers (--workers processes, default 1, each -P threads with enough threads) on Redis
    (CELERY_BROKER_URL, default redis://127.0.0.1:6379/13) and queues a judge run with the given
    concurrency. Times it from queueing to the run's end; checks every trace has exactly one
    annotation (zero duplicates) and every item is done (zero lost).
@@ -44,6 +44,7 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.3)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--fail-share", type=float, default=0.10)
+    ap.add_argument("--workers", type=int, default=1, help="worker processes (threads pool each)")
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     args = ap.parse_args()
 
@@ -87,14 +88,27 @@ def main() -> None:
     project = Project.objects.create(slug="bench", name="Judge bench", taxonomy_version=version)
     t0 = time.perf_counter()
     traces = Trace.objects.bulk_create(
-        Trace(project=project, title=f"bench {k}", format="plaintext", raw_text=f"trace {k}", size_bytes=3000,
-              content_hash=hashlib.sha256(f"bench:{k}".encode()).hexdigest(), n_steps=6)
+        Trace(
+            project=project,
+            title=f"bench {k}",
+            format="plaintext",
+            raw_text=f"trace {k}",
+            size_bytes=3000,
+            content_hash=hashlib.sha256(f"bench:{k}".encode()).hexdigest(),
+            n_steps=6,
+        )
         for k in range(args.traces)
     )
     Step.objects.bulk_create(
         (
-            Step(trace=t, index=i, agent=("Planner", "Coder", "Tester")[i % 3], line_start=i + 1, line_end=i + 1,
-                 content=f"step {i} of trace {t.pk}: " + "the agent writes some code and runs the tests. " * 10)
+            Step(
+                trace=t,
+                index=i,
+                agent=("Planner", "Coder", "Tester")[i % 3],
+                line_start=i + 1,
+                line_end=i + 1,
+                content=f"step {i} of trace {t.pk}: " + "the agent writes some code and runs the tests. " * 10,
+            )
             for t in traces
             for i in range(6)
         ),
@@ -115,27 +129,66 @@ def main() -> None:
 
     llm = LLMServer(default=answer).start()
     worker_log = Path("/tmp/mast_bench_judge_worker.log")
-    subprocess.run([sys.executable, "-m", "celery", "-A", "mast_site", "purge", "-f"], cwd=REPO, env=env,
-                   capture_output=True, check=False)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "mast_site", "worker", "-l", "WARNING", "-P", "threads",
-         f"--concurrency={args.concurrency + 8}", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=REPO, env=env, stdout=worker_log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "mast_site", "purge", "-f"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        check=False,
     )
+    threads = max(args.concurrency // args.workers + 4, 8)
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "mast_site",
+                "worker",
+                "-l",
+                "WARNING",
+                "-P",
+                "threads",
+                f"--concurrency={threads}",
+                "-n",
+                f"bench{w}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=worker_log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        for w in range(args.workers)
+    ]
+    print(f"{args.workers} worker process(es), -P threads --concurrency={threads} each")
     time.sleep(4)  # let the worker connect
     ideal = args.traces * args.latency / args.concurrency
     results = []
     try:
-        for label, share, model in (("no faults", 0.0, "bench-model"), (f"{args.fail_share:.0%} transient faults",
-                                                                           args.fail_share, "bench-model-faults")):
+        for label, share, model in (
+            ("no faults", 0.0, "bench-model"),
+            (f"{args.fail_share:.0%} transient faults", args.fail_share, "bench-model-faults"),
+        ):
             fail["share"] = share
             seen = llm.n_requests
             llm.max_in_flight = 0
             t = time.perf_counter()
-            cpu0 = cpu_seconds(worker.pid)
+            cpu0 = sum(cpu_seconds(w.pid) for w in workers)
             load0 = os.getloadavg()[0]
-            run = judge_run_create(project=project, by=None, provider="openai", base_url=llm.url, model=model,
-                                   concurrency=args.concurrency, timeout=30)
+            run = judge_run_create(
+                project=project,
+                by=None,
+                provider="openai",
+                base_url=llm.url,
+                model=model,
+                concurrency=args.concurrency,
+                timeout=30,
+            )
             while True:
                 run.refresh_from_db()
                 if not run.is_active:
@@ -143,7 +196,7 @@ def main() -> None:
                 print(f"\r  {label}: {run.n_done + run.n_failed}/{run.n_total}", end="", file=sys.stderr, flush=True)
                 time.sleep(0.1)
             elapsed = time.perf_counter() - t
-            cpu = cpu_seconds(worker.pid) - cpu0
+            cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
             print(file=sys.stderr)
             per_trace = Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True)
             n_ann = per_trace.count()
@@ -151,20 +204,30 @@ def main() -> None:
             lost = JudgeItem.objects.filter(run=run).exclude(state="done").count()
             requests = llm.n_requests - seen
             results.append((label, elapsed, run, duplicates, lost, requests, llm.max_in_flight))
-            print(f"{label}: {run.n_total} traces in {elapsed:.2f} s = {elapsed / ideal:.2f}x the ideal {ideal:.2f} s "
-                  f"({'within' if elapsed <= 1.25 * ideal else 'OVER'} 1.25x); state {run.state}")
-            print(f"  done {run.n_done}, failed {run.n_failed}, lost (not done) {lost}, duplicate annotations "
-                  f"{duplicates}, annotations {n_ann}")
-            print(f"  HTTP requests {requests} ({requests - run.n_total} retries), max in flight {llm.max_in_flight}, "
-                  f"{run.n_total / elapsed:.1f} traces/s")
-            print(f"  worker CPU {cpu:.1f} s ({1000 * cpu / run.n_total:.1f} ms per trace); machine load average "
-                  f"(2 cores) at the start {load0:.1f}")
+            print(
+                f"{label}: {run.n_total} traces in {elapsed:.2f} s = {elapsed / ideal:.2f}x the ideal {ideal:.2f} s "
+                f"({'within' if elapsed <= 1.25 * ideal else 'OVER'} 1.25x); state {run.state}"
+            )
+            print(
+                f"  done {run.n_done}, failed {run.n_failed}, lost (not done) {lost}, duplicate annotations "
+                f"{duplicates}, annotations {n_ann}"
+            )
+            print(
+                f"  HTTP requests {requests} ({requests - run.n_total} retries), max in flight {llm.max_in_flight}, "
+                f"{run.n_total / elapsed:.1f} traces/s"
+            )
+            print(
+                f"  worker CPU {cpu:.1f} s ({1000 * cpu / run.n_total:.1f} ms per trace); machine load average "
+                f"(2 cores) at the start {load0:.1f}"
+            )
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
+        for worker in workers:
+            os.killpg(worker.pid, signal.SIGTERM)
+        for worker in workers:
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
         llm.stop()
         connection.close()
         if not args.keep:
