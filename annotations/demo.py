@@ -30,6 +30,7 @@ STEPS = [
     "traces.viewer_demo:seed",
     "annotations.demo_workspace:seed",
     "annotations.demo_rounds:seed",
+    "annotations.demo_judge:seed",
     "annotations.demo_releases:seed",
 ]
 
