@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from traces.selectors import project_get_for_user
@@ -54,6 +55,7 @@ class RunForm(forms.Form):
     )
     base_url = forms.CharField(
         required=False,
+        label="Base URL",
         initial="https://api.openai.com/v1",
         help_text="Any OpenAI-compatible server: OpenAI, vLLM, Ollama, LiteLLM…",
     )
@@ -180,15 +182,13 @@ def judge_run_page(request, slug, run_id):
 def judge_run_progress_fragment(request, slug, run_id):
     project, role = _manager_project(request, slug)
     run = _run_or_404(project, run_id)
-    return render(
-        request,
-        "annotations/judge_progress.html",
-        {
-            "project": project,
-            "run": run,
-            "progress": judge_run_progress(run=run),
-        },
+    progress = judge_run_progress(run=run)
+    response = render(
+        request, "annotations/judge_progress.html", {"project": project, "run": run, "progress": progress}
     )
+    if request.headers.get("HX-Request") and not progress.active:
+        response["HX-Refresh"] = "true"  # the run just ended: reload once so the trace table is current
+    return response
 
 
 @login_required
@@ -238,6 +238,10 @@ def judge_quality_page(request, slug, run_id):
             .distinct()
             .order_by("-created_at")[:10]
         )
+    try:
+        round_report_url = bool(rounds) and bool(reverse("annotations:round_report", args=[project.slug, rounds[0].pk]))
+    except NoReverseMatch:  # the rounds pages are not installed in this build
+        round_report_url = False
     return render(
         request,
         "annotations/judge_quality.html",
@@ -247,6 +251,7 @@ def judge_quality_page(request, slug, run_id):
             "run": run,
             "q": quality,
             "rounds": rounds,
+            "round_report_url": round_report_url,
             "nav": "projects",
         },
     )

@@ -142,8 +142,10 @@ def test_progress_fragment_polls_only_while_active(client, project, manager, llm
     client.force_login(manager)
     url = reverse("annotations:judge_progress", kwargs={"slug": project.slug, "run_id": run.pk})
     assert 'hx-trigger="every 1s"' in client.get(url).content.decode()
+    assert "HX-Refresh" not in client.get(url, headers={"HX-Request": "true"})
     drive(run)
     assert "hx-trigger" not in client.get(url).content.decode()
+    assert client.get(url, headers={"HX-Request": "true"})["HX-Refresh"] == "true"  # reload once at the end
 
 
 def test_cancel_and_resume_from_the_page(client, project, manager, llm_server):
@@ -292,6 +294,7 @@ def test_quality_compares_with_agreed_labels_and_lists_disagreements(
     assert data["overall"]["tp"] == 1
     html = client.get(reverse("annotations:judge_quality", kwargs={"slug": project.slug, "run_id": run.pk})).content
     assert b"Worst disagreements" in html
+    assert f"?raters=humans%2B{run.rater_id}".encode() in html  # the judge as one more rater in the round report
 
 
 def test_quality_hides_judge_labels_of_a_managers_own_open_round(project, manager, llm_server, fast_retries):
