@@ -10,6 +10,7 @@ class JudgeRunOut(serializers.ModelSerializer):
     prompt_version = serializers.IntegerField(source="prompt.number", default=None, read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     percent = serializers.IntegerField(read_only=True)
+    state = serializers.CharField(read_only=True, help_text="queued, running, paused (cancelled), done or failed")
     remaining = serializers.IntegerField(source="n_remaining", read_only=True)
 
     class Meta:
@@ -55,7 +56,7 @@ class JudgeRunOut(serializers.ModelSerializer):
 
 
 class JudgeRunIn(serializers.Serializer):
-    provider = serializers.ChoiceField(choices=JudgeRun.Provider.values)
+    provider = serializers.ChoiceField(choices=JudgeRun.Provider.choices)
     base_url = serializers.CharField(required=False, allow_blank=True, default="")
     model = serializers.CharField(required=False, allow_blank=True, default="")
     api_key_env = serializers.CharField(
@@ -119,6 +120,7 @@ class JudgeRunDetailOut(JudgeRunOut):
 
 class JudgeItemOut(serializers.ModelSerializer):
     trace_title = serializers.CharField(source="trace.display_name", read_only=True)
+    state = serializers.CharField(read_only=True, help_text="pending, running, done or failed")
 
     class Meta:
         model = JudgeItem
