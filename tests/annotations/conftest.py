@@ -34,12 +34,19 @@ def make_judge_traces(project, n: int, *, n_steps: int = 4, words: str = "", sta
         contents = [f"Planner: task {k} step {i} {words}".strip() for i in range(n_steps)]
         raw = "\n".join(contents)
         trace = Trace.objects.create(
-            project=project, title=f"judge trace {k}", format="plaintext", raw_text=raw, size_bytes=len(raw),
-            content_hash=hashlib.sha256(f"{project.pk}:{k}:{raw}".encode()).hexdigest(), n_steps=n_steps,
+            project=project,
+            title=f"judge trace {k}",
+            format="plaintext",
+            raw_text=raw,
+            size_bytes=len(raw),
+            content_hash=hashlib.sha256(f"{project.pk}:{k}:{raw}".encode()).hexdigest(),
+            n_steps=n_steps,
             mas_name="ChatDev" if k % 2 else "MetaGPT",
         )
         Step.objects.bulk_create(
-            Step(trace=trace, index=i, agent="Planner" if i % 2 else "Coder", content=c, line_start=i + 1, line_end=i + 1)
+            Step(
+                trace=trace, index=i, agent="Planner" if i % 2 else "Coder", content=c, line_start=i + 1, line_end=i + 1
+            )
             for i, c in enumerate(contents)
         )
         traces.append(trace)

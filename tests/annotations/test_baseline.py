@@ -80,7 +80,10 @@ def test_baseline_on_real_mast_data_reports_held_out_kappa_per_mode(shared_dir):
     assert all(-1 <= r.kappa <= 1 for r in defined)
     for r in model.reports:
         assert (r.kappa is None) == (r.undefined is not None and r.kappa is None)
-    print("held-out kappa per mode:", {r.code: (round(r.kappa, 2) if r.kappa is not None else None) for r in model.reports})
+    print(
+        "held-out kappa per mode:",
+        {r.code: (round(r.kappa, 2) if r.kappa is not None else None) for r in model.reports},
+    )
 
 
 def test_baseline_on_the_human_labelled_file_is_undefined_for_rare_modes(shared_dir):

@@ -19,9 +19,11 @@ from annotations.prompting import (
 )
 
 CODES = ["1.1", "1.2", "2.1"]
-MODES = [ModeIn("1.1", "Disobey task specification", "Fails to follow the task.", "Example A"),
-         ModeIn("1.2", "Disobey role specification", "Acts outside its role."),
-         ModeIn("2.1", "Conversation reset", "Restarts the dialogue.")]
+MODES = [
+    ModeIn("1.1", "Disobey task specification", "Fails to follow the task.", "Example A"),
+    ModeIn("1.2", "Disobey role specification", "Acts outside its role."),
+    ModeIn("2.1", "Conversation reset", "Restarts the dialogue."),
+]
 
 
 def steps(n, size=100, agent_cycle=("Planner", "Coder")):
@@ -29,9 +31,13 @@ def steps(n, size=100, agent_cycle=("Planner", "Coder")):
 
 
 def answer(**over):
-    data = {"task_success": "no", "modes": [
-        {"code": c, "present": c == "1.1", "evidence_steps": [1] if c == "1.1" else [], "rationale": f"r {c}."}
-        for c in CODES]}
+    data = {
+        "task_success": "no",
+        "modes": [
+            {"code": c, "present": c == "1.1", "evidence_steps": [1] if c == "1.1" else [], "rationale": f"r {c}."}
+            for c in CODES
+        ],
+    }
     data.update(over)
     return json.dumps(data)
 
@@ -74,8 +80,9 @@ def test_fill_template_leaves_braces_in_the_trace_alone():
 
 
 def test_build_messages_carries_definitions_codes_trace_and_few_shot():
-    msgs, info = build_messages(template=DEFAULT_TEMPLATE, modes=MODES, steps=steps(2),
-                                few_shot=[FewShot("[step 0] A:\nhello", ["1.1"], CODES)])
+    msgs, info = build_messages(
+        template=DEFAULT_TEMPLATE, modes=MODES, steps=steps(2), few_shot=[FewShot("[step 0] A:\nhello", ["1.1"], CODES)]
+    )
     prompt = msgs[-1]["content"]
     assert "Fails to follow the task." in prompt and "Example A" in prompt
     assert "one entry for each of these codes: 1.1, 1.2, 2.1" in prompt
