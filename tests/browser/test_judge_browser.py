@@ -82,6 +82,11 @@ def test_manager_starts_a_run_and_watches_the_progress_bar_reach_the_end(
     assert page.locator("text=Worst disagreements").count() == 1
     screenshot(page, "judge-quality")
 
+    page.goto(f"{live_server.url}/p/{project.slug}/judge/")
+    page.wait_for_selector("table.judge-runs")
+    assert page.locator("table.judge-runs tbody tr").count() == 1
+    screenshot(page, "judge-list")
+
 
 def test_prompt_page_saves_a_new_version(page, live_server, login, manager, project, screenshot):
     login(page, manager)
