@@ -95,3 +95,23 @@ def test_cancel_from_a_running_worker_run_then_resume(project, manager, slow_ser
     judge_run_resume(run=paused, by=manager)
     assert wait_for(lambda: not run_state(run.pk).is_active, timeout=90)
     assert run_state(run.pk).n_done == 12
+
+
+def test_prelabel_wait_shows_progress_until_the_worker_finishes(project, slow_server, judge_worker, capsys):
+    from django.core.management import call_command
+
+    make_judge_traces(project, 6)
+    call_command(
+        "prelabel",
+        "--project",
+        project.slug,
+        "--base-url",
+        slow_server.url,
+        "--model",
+        "cli",
+        "--concurrency",
+        "3",
+        "--wait",
+    )
+    out = capsys.readouterr().out
+    assert "[" in out and "100%" in out and "done: 6 labelled, 0 failed" in out
