@@ -154,7 +154,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # several models have a "status"; name each choice set so the schema has no collisions
-    "ENUM_NAME_OVERRIDES": {"ImportJobStatusEnum": "traces.models.ImportJob.Status"},
+    # Several models have a "status"/"state" field with different choices: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "ImportJobStatusEnum": "traces.models.ImportJob.Status",
+        "TaxonomyVersionStatusEnum": "taxonomy.models.TaxonomyVersion.Status",
+        "ReleaseStatusEnum": "annotations.models.releases.Release.Status",
+    },
 }
 
 # --- Background jobs ---
