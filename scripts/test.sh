@@ -7,6 +7,12 @@ export DATABASE_URL=${TEST_DATABASE_URL:-postgres://root@127.0.0.1:5432/mast}
 export CELERY_BROKER_URL=${TEST_CELERY_BROKER_URL:-redis://127.0.0.1:6379/15}
 export DJANGO_ALLOW_ASYNC_UNSAFE=true
 rm -rf test-artifacts && mkdir -p test-artifacts
+# The main database must exist for the missing-migration check (pytest makes its own test_ copy).
+if command -v psql >/dev/null; then
+  db=${DATABASE_URL##*/}
+  psql "${DATABASE_URL%/*}/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1 \
+    || psql "${DATABASE_URL%/*}/postgres" -qc "CREATE DATABASE \"$db\"" || true
+fi
 .venv/bin/ruff check .
 .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null || {
   echo "ERROR: models changed without a migration (run manage.py makemigrations)." >&2; exit 1; }
