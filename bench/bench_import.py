@@ -21,10 +21,16 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchdb import (  # bench/ is on sys.path when run as a script
+    bench_env,
+    create_bench_db,
+    django_setup,
+    drop_bench_db,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 MAST = REPO.parent / "shared" / "mast"
@@ -140,11 +146,7 @@ def main() -> None:
     ap.add_argument("--no-build", action="store_true", help="reuse the file built by an earlier run")
     args = ap.parse_args()
 
-    base_url = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
-    if not base_url.startswith("postgres"):
-        sys.exit("bench_import needs PostgreSQL (DATABASE_URL=postgres://...)")
-    server = base_url.rsplit("/", 1)[0]
-    url = f"{server}/{BENCH_DB}"
+    env = bench_env(BENCH_DB)
 
     out = Path(args.out)
     t = time.perf_counter()
@@ -154,18 +156,8 @@ def main() -> None:
         size = build(out, args.records, args.mb)
         print(f"built {out}: {args.records} records, {size / 1024**2:.1f} MB in {time.perf_counter() - t:.1f} s")
 
-    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-secret-key-x" * 2)}
-    admin = f"{server}/postgres"
-    subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {BENCH_DB}"], check=True)
-    subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {BENCH_DB}"], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-
-    os.environ.update(env)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
+    create_bench_db(env)
+    django_setup(env)
     from django.db import connection
 
     from annotations.models import ModeLabel
@@ -206,7 +198,7 @@ def main() -> None:
     )
     connection.close()
     if not args.keep:
-        subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {BENCH_DB}"], check=True)
+        drop_bench_db(env)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,13 @@ import sys
 import time
 from pathlib import Path
 
+from benchdb import (  # bench/ is on sys.path when run as a script
+    bench_env,
+    create_bench_db,
+    django_setup,
+    drop_bench_db,
+)
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_judge"
 
@@ -48,34 +55,18 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     args = ap.parse_args()
 
-    base_url = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
-    if not base_url.startswith("postgres"):
-        sys.exit("bench_judge needs PostgreSQL (DATABASE_URL=postgres://...)")
-    server = base_url.rsplit("/", 1)[0]
-    url = f"{server}/{BENCH_DB}"
     broker = os.environ.get("CELERY_BROKER_URL") or "redis://127.0.0.1:6379/13"
     if not broker.startswith("redis"):
         broker = "redis://127.0.0.1:6379/13"
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "CELERY_BROKER_URL": broker,
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-secret-key-x" * 2),
-        "MAST_JUDGE_BACKOFF_BASE": "0.1",
-        "MAST_JUDGE_BACKOFF_CAP": "2",
-        "LOG_LEVEL": "WARNING",
-    }
-    admin = f"{server}/postgres"
-    subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {BENCH_DB}"], check=True)
-    subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {BENCH_DB}"], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-
-    os.environ.update(env)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
+    env = bench_env(
+        BENCH_DB,
+        CELERY_BROKER_URL=broker,
+        MAST_JUDGE_BACKOFF_BASE="0.1",
+        MAST_JUDGE_BACKOFF_CAP="2",
+        LOG_LEVEL="WARNING",
+    )
+    create_bench_db(env)
+    django_setup(env)
     from django.db import connection
 
     from annotations.models import Annotation, JudgeItem, JudgeRun
@@ -231,7 +222,7 @@ def main() -> None:
         llm.stop()
         connection.close()
         if not args.keep:
-            subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {BENCH_DB}"], check=True)
+            drop_bench_db(env)
     bad = [r for r in results if r[3] or r[4] or r[2].state != JudgeRun.State.DONE]
     sys.exit(1 if bad else 0)
 

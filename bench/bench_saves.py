@@ -31,6 +31,8 @@ import threading
 import time
 from pathlib import Path
 
+from benchdb import bench_env, create_bench_db  # bench/ is on sys.path when run as a script
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_saves"
 ACCESS_LOG = REPO / "var" / "bench_saves" / "access.log"
@@ -52,33 +54,6 @@ WORDS = [
     "board",
     "size",
 ]
-
-
-def bench_env() -> dict:
-    base = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
-    if not base.startswith("postgres"):
-        sys.exit("bench_saves needs PostgreSQL (DATABASE_URL=postgres://...)")
-    return {
-        **os.environ,
-        "DATABASE_URL": base.rsplit("/", 1)[0] + "/" + BENCH_DB,
-        "SECRET_KEY": "bench-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz",
-        "DEBUG": "false",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-        "MANIFEST_STATIC": "false",
-        "MAST_VAR_DIR": str(REPO / "var" / "bench_saves"),
-        "CONN_MAX_AGE": "600",
-        "LOG_LEVEL": "ERROR",
-    }
-
-
-def create_db(env: dict) -> None:
-    server = env["DATABASE_URL"].rsplit("/", 1)[0]
-    for sql in (f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)", f"CREATE DATABASE {BENCH_DB}"):
-        subprocess.run(["psql", f"{server}/postgres", "-qc", sql], check=True, capture_output=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
 
 
 SEED = r"""
@@ -334,11 +309,17 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=8)
     args = ap.parse_args()
     lo, hi = (float(x) / 1000 for x in args.think_ms.split("-"))
-    env = bench_env()
+    env = bench_env(
+        BENCH_DB,
+        ALLOWED_HOSTS="127.0.0.1,localhost",
+        MAST_VAR_DIR=str(REPO / "var" / "bench_saves"),
+        CONN_MAX_AGE="600",
+        LOG_LEVEL="ERROR",
+    )
     (REPO / "var" / "bench_saves").mkdir(parents=True, exist_ok=True)
     ACCESS_LOG.unlink(missing_ok=True)
     print(f"database {BENCH_DB}: creating and migrating…", flush=True)
-    create_db(env)
+    create_bench_db(env)
     infos = seed(env, args.clients + 1)  # the last one saves alone first: the uncontended cost
     port = free_port()
     server = start_gunicorn(env, port, args.workers, args.threads)

@@ -19,10 +19,10 @@ import os
 import random
 import re
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from benchdb import bench_env, create_bench_db, django_setup  # bench/ is on sys.path when run as a script
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_trace_list"
@@ -51,40 +51,10 @@ WORDS = " ".join(
 ).split(" ")
 
 
-def setup_db(reuse: bool) -> None:
-    base_url = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
-    if not base_url.startswith("postgres"):
-        sys.exit("bench_trace_list needs PostgreSQL (DATABASE_URL=postgres://...)")
-    server = base_url.rsplit("/", 1)[0]
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{server}/{BENCH_DB}",
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-secret-key-x" * 2),
-        "ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
-        "DEBUG": "false",
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-        "MANIFEST_STATIC": "false",
-    }
-    admin = f"{server}/postgres"
-    exists = subprocess.run(
-        ["psql", admin, "-tAc", "SELECT 1 FROM pg_database WHERE datname='" + BENCH_DB + "'"],  # noqa: S608 - a constant
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    fresh = not (reuse and exists)
-    if fresh:
-        subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {BENCH_DB}"], check=True)
-        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {BENCH_DB}"], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    os.environ.update(env)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
+def setup_db(reuse: bool) -> bool:
+    env = bench_env(BENCH_DB)
+    fresh = create_bench_db(env, reuse=reuse)
+    django_setup(env)
     return fresh
 
 
@@ -148,7 +118,9 @@ def build(n: int, raw_kb: int) -> None:
     if batch:
         Trace.objects.bulk_create(batch)
     print(f"\rstored {n} traces in {time.perf_counter() - t0:.1f} s")
-    rater, _ = Rater.objects.get_or_create(name="bench judge", defaults={"kind": "imported"})
+    # "labelled" means labelled by a person, so the bench's labels come from a human rater.
+    labeller, _ = User.objects.get_or_create(username="bench-annotator")
+    rater, _ = Rater.objects.get_or_create(name="bench-annotator", defaults={"kind": "human", "user": labeller})
     ids = list(project.traces.values_list("id", flat=True))
     labelled = rng.sample(ids, len(ids) // 5)
     drafts = rng.sample(sorted(set(ids) - set(labelled)), len(ids) // 10)

@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchdb import bench_env, create_bench_db, django_setup  # bench/ is on sys.path when run as a script
 
 REPO = Path(__file__).resolve().parents[1]
 CHATDEV = REPO.parent / "shared" / "mast" / "traces" / "chatdev"
@@ -31,32 +32,9 @@ BENCH_DB = "mast_bench_viewer"
 
 
 def setup_db() -> None:
-    base_url = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
-    if not base_url.startswith("postgres"):
-        sys.exit("bench_viewer needs PostgreSQL (DATABASE_URL=postgres://...)")
-    server = base_url.rsplit("/", 1)[0]
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{server}/{BENCH_DB}",
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-secret-key-x" * 2),
-        "ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
-        "DEBUG": "false",
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-        "MANIFEST_STATIC": "false",
-        "DJANGO_ALLOW_ASYNC_UNSAFE": "true",
-    }
-    admin = f"{server}/postgres"
-    subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {BENCH_DB}"], check=True)
-    subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {BENCH_DB}"], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    os.environ.update(env)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
+    env = bench_env(BENCH_DB)
+    create_bench_db(env)
+    django_setup(env)
 
 
 def trace_text(lines: int, generated: bool) -> tuple[str, str, str]:

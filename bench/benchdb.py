@@ -1,0 +1,69 @@
+"""A throw-away PostgreSQL database for a benchmark, on the server DATABASE_URL points at.
+
+Every bench that needs the ORM uses these three steps, so they all run with the same
+production-like settings (DEBUG off, plain http on loopback).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def bench_env(db_name: str, **extra: str) -> dict[str, str]:
+    """Environment for a bench database named `db_name`; `extra` overrides or adds variables."""
+    base_url = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
+    if not base_url.startswith("postgres"):
+        sys.exit(f"{Path(sys.argv[0]).name} needs PostgreSQL (DATABASE_URL=postgres://...)")
+    server = base_url.rsplit("/", 1)[0]
+    return {
+        **os.environ,
+        "DATABASE_URL": f"{server}/{db_name}",
+        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz"),
+        "ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
+        "DEBUG": "false",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "MANIFEST_STATIC": "false",
+        "DJANGO_ALLOW_ASYNC_UNSAFE": "true",
+        **extra,
+    }
+
+
+def create_bench_db(env: dict[str, str], *, reuse: bool = False) -> bool:
+    """Create (or with `reuse`, keep) the database of `env` and migrate it; True when it is new."""
+    server, name = env["DATABASE_URL"].rsplit("/", 1)
+    admin = f"{server}/postgres"
+    exists = subprocess.run(
+        ["psql", admin, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],  # noqa: S608 - our own name
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    fresh = not (reuse and exists)
+    if fresh:
+        for sql in (f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name}"):
+            subprocess.run(["psql", admin, "-qc", sql], check=True, capture_output=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
+    return fresh
+
+
+def drop_bench_db(env: dict[str, str]) -> None:
+    server, name = env["DATABASE_URL"].rsplit("/", 1)
+    subprocess.run(["psql", f"{server}/postgres", "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=True)
+
+
+def django_setup(env: dict[str, str]) -> None:
+    """Configure this process for `env` and set Django up."""
+    os.environ.update(env)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
