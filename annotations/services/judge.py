@@ -564,35 +564,29 @@ class _Attempts:
 
 
 def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, api_key: str) -> llm.Completion:
+    def request(json_mode: bool) -> llm.Completion:
+        return llm.chat_complete(
+            base_url=run.base_url,
+            api_key=api_key,
+            model=run.model,
+            messages=messages,
+            temperature=run.temperature,
+            max_tokens=run.max_tokens,
+            timeout=run.timeout,
+            json_mode=json_mode,
+        )
+
     def once() -> llm.Completion:
         json_mode = run.json_mode is not False
         try:
-            return llm.chat_complete(
-                base_url=run.base_url,
-                api_key=api_key,
-                model=run.model,
-                messages=messages,
-                temperature=run.temperature,
-                max_tokens=run.max_tokens,
-                timeout=run.timeout,
-                json_mode=json_mode,
-            )
+            return request(json_mode)
         except llm.JsonModeUnsupported:
             if not json_mode:
                 raise
             # The server does not know response_format: remember it for the run and ask plainly.
             JudgeRun.objects.filter(pk=run.pk).update(json_mode=False)
             run.json_mode = False
-            return llm.chat_complete(
-                base_url=run.base_url,
-                api_key=api_key,
-                model=run.model,
-                messages=messages,
-                temperature=run.temperature,
-                max_tokens=run.max_tokens,
-                timeout=run.timeout,
-                json_mode=False,
-            )
+            return request(False)
 
     result = llm.with_retries(once, policy=_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
     if run.json_mode is None:
