@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
 from .models import Membership
+from .overview import project_overview
 from .selectors import project_get_for_user, project_list_for_user, project_members
 from .services import membership_remove, membership_set, project_create
 
@@ -50,8 +51,6 @@ def project_new(request):
 @login_required
 def project_detail(request, slug):
     project, role = project_get_for_user(user=request.user, slug=slug)
-    from .overview import project_overview  # the traces summary, kept beside the viewer code
-
     return render(
         request,
         "traces/project_detail.html",
