@@ -80,8 +80,11 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'mast.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The embedded default serves one demo user at a time; wait for locks instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # The embedded default: wait for locks instead of failing, and take the write lock when a
+    # transaction begins. Without IMMEDIATE, two threads that both read first (a judge run's
+    # result transactions, the worker's threads) deadlock on upgrading to a write and one fails
+    # at once with "database is locked" (tests/annotations/test_judge_sqlite.py).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
