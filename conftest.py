@@ -193,7 +193,7 @@ class _Worker:
             timeout=60,
         )
 
-    def start(self, concurrency: int = 4) -> None:
+    def start(self, concurrency: int = 4, name: str = "test") -> None:
         ARTIFACTS.mkdir(exist_ok=True)
         offset = self.log.stat().st_size if self.log.exists() else 0
         self.proc = subprocess.Popen(
@@ -209,6 +209,8 @@ class _Worker:
                 "-P",
                 "threads",
                 f"--concurrency={concurrency}",
+                "-n",
+                f"{name}@%h",
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",

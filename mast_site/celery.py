@@ -3,9 +3,32 @@
 import os
 
 from celery import Celery
+from celery.concurrency.thread import TaskPool as ThreadTaskPool
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
 
 app = Celery("mast_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# How often a threads-pool worker's event loop wakes up at the least (seconds); see below.
+THREADS_POOL_TICK = 0.05
+
+
+def _tick() -> None:
+    """Nothing to do: the wake-up itself is the point."""
+
+
+@worker_ready.connect
+def _keep_threads_pool_consuming(sender=None, **kwargs) -> None:
+    """Work around celery#6941: with the threads pool and late acks, a worker that reaches its
+    prefetch limit stops asking Redis for messages, and asks again only when its event loop next
+    wakes up, which can be seconds later (the acks happen in the pool's threads, which do not wake
+    the loop). Judge runs hit this as soon as two workers share a run: a finished trace's successor
+    sat in Redis for up to 10 s. A short repeating timer keeps the loop turning, so the worker
+    consumes again within THREADS_POOL_TICK of a task finishing (bench/bench_judge.py --workers 2)."""
+    pool = getattr(sender, "pool", None)
+    timer = getattr(sender, "timer", None)
+    if isinstance(pool, ThreadTaskPool) and timer is not None:
+        timer.call_repeatedly(THREADS_POOL_TICK, _tick)

@@ -115,3 +115,29 @@ def test_prelabel_wait_shows_progress_until_the_worker_finishes(project, slow_se
     )
     out = capsys.readouterr().out
     assert "[" in out and "100%" in out and "done: 6 labelled, 0 failed" in out
+
+
+def test_two_workers_share_a_run_without_stalls(project, manager, judge_worker):
+    """Two worker processes, each at its prefetch limit half the time: a finished trace's
+    successor must be taken at once, not when a worker's event loop next wakes up (celery#6941,
+    worked around in mast_site/celery.py; without it the gaps below were 3-10 s)."""
+    second = type(judge_worker)(judge_worker.env)  # another worker process on the same broker and database
+    judge_worker.stop()
+    judge_worker.start(concurrency=2, name="first")
+    second.start(concurrency=2, name="second")
+    server = LLMServer(default=lambda body: Reply(good_answer(codes_of(body)), delay=0.1)).start()
+    try:
+        make_judge_traces(project, 24)
+        run = judge_run_create(
+            project=project, by=manager, provider="openai", base_url=server.url, model="w2", concurrency=4, timeout=5
+        )
+        assert wait_for(lambda: not run_state(run.pk).is_active, timeout=120), "the run did not finish"
+    finally:
+        second.stop()
+        server.stop()
+    run = run_state(run.pk)
+    assert run.state == "done" and run.n_done == 24
+    assert Annotation.objects.filter(rater=run.rater).count() == 24
+    finished = sorted(JudgeItem.objects.filter(run=run).values_list("finished_at", flat=True))
+    gaps = [(b - a).total_seconds() for a, b in zip(finished, finished[1:], strict=False)]
+    assert max(gaps) < 3, f"a trace waited {max(gaps):.1f} s between two others: the workers stalled"
