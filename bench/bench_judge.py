@@ -54,6 +54,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1, help="worker processes (threads pool each)")
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     args = ap.parse_args()
+    # A plain SIGTERM (e.g. from `timeout`) must still stop the workers in the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     broker = os.environ.get("CELERY_BROKER_URL") or "redis://127.0.0.1:6379/13"
     if not broker.startswith("redis"):
