@@ -21,10 +21,13 @@ Lock order is always run row, then item rows, so dispatch and result writes cann
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from decimal import Decimal
@@ -43,6 +46,7 @@ from traces.models import Project, Step, Trace
 from .. import baseline as baseline_lib
 from .. import llm, prompting
 from ..models import Annotation, JudgeCache, JudgeItem, JudgeRun, ModeLabel, PromptTemplate, Rater, Round, RoundTrace
+from . import judge_sql
 
 log = logging.getLogger(__name__)
 
@@ -595,24 +599,63 @@ def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, ap
     return result
 
 
+_frozen_runs: OrderedDict[int, JudgeRun] = OrderedDict()
+_frozen_runs_lock = threading.Lock()
+FROZEN_RUNS_KEPT = 32
+
+
+def _frozen_run(run_id: int) -> JudgeRun | None:
+    """The run with its prompt, taxonomy version and rater, cached per process.
+
+    What a task reads of a run besides its state, JSON mode and spend (which ``_load_item`` reads
+    fresh every time) is written by judge_run_create and never changed: provider settings, prompt,
+    few-shot examples, budget, rater. Loading it once per process instead of once per trace is
+    the largest CPU saving of the judge's hot path (bench/bench_judge.py)."""
+    with _frozen_runs_lock:
+        run = _frozen_runs.get(run_id)
+        if run is not None:
+            _frozen_runs.move_to_end(run_id)
+            return run
+    run = JudgeRun.objects.select_related("prompt", "taxonomy_version", "rater").filter(pk=run_id).first()
+    if run is not None:
+        with _frozen_runs_lock:
+            _frozen_runs[run_id] = run
+            while len(_frozen_runs) > FROZEN_RUNS_KEPT:
+                _frozen_runs.popitem(last=False)
+    return run
+
+
+def _load_item(item_id: int) -> tuple[JudgeItem, JudgeRun, str] | None:
+    """(item, run, trace content hash) in one query plus the per-process frozen run; None if gone.
+
+    The run is a copy of the frozen one with its live fields (state, JSON mode, spend) from the
+    database, so the task may update it in memory without touching other tasks' copies."""
+    row = judge_sql.load_item(item_id)
+    if row is None:
+        return None
+    frozen = _frozen_run(row["run_id"])
+    if frozen is None:
+        return None
+    run = copy.copy(frozen)
+    run.state, run.json_mode = row["run_state"], row["json_mode"]
+    run.tokens_in, run.tokens_out, run.cost = row["tokens_in"], row["tokens_out"], row["cost"]
+    item = JudgeItem(pk=item_id, run_id=run.pk, trace_id=row["trace_id"], state=row["state"], claim=row["claim"])
+    return item, run, row["content_hash"]
+
+
 def judge_item_process(*, item_id: int, claim: int | None = None) -> str:
     """Label one trace (idempotent). Returns what happened: done, failed, cached, skipped, stopped."""
-    item = (
-        JudgeItem.objects.select_related("run", "run__prompt", "run__taxonomy_version", "trace")
-        .defer("trace__raw_text", "trace__metadata", "trace__task", "trace__agents")
-        .filter(pk=item_id)
-        .first()
-    )
-    if item is None:
+    loaded = _load_item(item_id)
+    if loaded is None:
         return "skipped"
-    run = item.run
+    item, run, content_hash = loaded
     if item.state != JudgeItem.State.RUNNING or (claim is not None and item.claim != claim):
         return "skipped"  # done already, released, or a stale duplicate of a re-claimed item
     if run.state != JudgeRun.State.RUNNING:
         _release(item)
         return "stopped"
     try:
-        outcome = _process(item, run)
+        outcome = _process(item, run, content_hash)
     except JudgeStopped:
         _release(item)
         return "stopped"
@@ -633,7 +676,7 @@ def _release(item: JudgeItem) -> None:
     )
 
 
-def _process(item: JudgeItem, run: JudgeRun) -> str:
+def _process(item: JudgeItem, run: JudgeRun, content_hash: str) -> str:
     version = run.taxonomy_version
     modes = _modes(version)
     codes = [m.code for m in modes]
@@ -647,19 +690,17 @@ def _process(item: JudgeItem, run: JudgeRun) -> str:
         few_shot=few,
     )
     params_hash = _params_hash(run, messages)
-    key = _cache_key(
-        content_hash=item.trace.content_hash, prompt_id=run.prompt_id, model=run.model, params_hash=params_hash
-    )
+    key = _cache_key(content_hash=content_hash, prompt_id=run.prompt_id, model=run.model, params_hash=params_hash)
     valid_steps = [s.index for s in steps]
-    hit = JudgeCache.objects.filter(key=key).first()
+    hit = judge_sql.cached_answer(key)
     if hit is not None:
-        answer = prompting.parse_answer(hit.raw_answer, codes=codes, valid_steps=valid_steps)
+        answer = prompting.parse_answer(hit, codes=codes, valid_steps=valid_steps)
         _write_result(
             item,
             run,
             modes,
             answer,
-            raw=hit.raw_answer,
+            raw=hit,
             tokens_in=0,
             tokens_out=0,
             latency_ms=0,
@@ -714,7 +755,7 @@ def _process(item: JudgeItem, run: JudgeRun) -> str:
             return "failed"
     cache = JudgeCache(
         key=key,
-        content_hash=item.trace.content_hash,
+        content_hash=content_hash,
         prompt_id=run.prompt_id,
         model=run.model,
         params_hash=params_hash,
@@ -747,7 +788,7 @@ def _lock_item(item: JudgeItem) -> bool:
     statement), so the run row is held only for the commit. Paths that lock the run and then
     items (sweep, resume) take items with SKIP LOCKED, so they never wait on a result being written.
     """
-    state = JudgeItem.objects.select_for_update().filter(pk=item.pk).values_list("state", flat=True).first()
+    state = judge_sql.lock_item(item.pk)
     return state not in (None, JudgeItem.State.DONE, JudgeItem.State.FAILED)
 
 
@@ -761,18 +802,10 @@ def _claim_next(run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal
     run.cost += cost
     if run.state != JudgeRun.State.RUNNING or _budget_reached(run):
         return False  # the finish check after commit pauses or finishes the run
-    row = (
-        JudgeItem.objects.select_for_update(skip_locked=True)
-        .filter(run=run, state=JudgeItem.State.PENDING)
-        .order_by("id")
-        .values_list("id", "claim")
-        .first()
-    )
-    if row is None:
+    claimed = judge_sql.claim_next(run.pk, timezone.now() + timedelta(seconds=lease_seconds(run)))
+    if claimed is None:
         return False
-    lease = timezone.now() + timedelta(seconds=lease_seconds(run))
-    JudgeItem.objects.filter(pk=row[0]).update(state=JudgeItem.State.RUNNING, lease_until=lease, claim=F("claim") + 1)
-    pairs = [(row[0], row[1] + 1)]
+    pairs = [claimed]
     transaction.on_commit(lambda: _enqueue_items(pairs))
     return True
 
@@ -814,12 +847,13 @@ def _item_failed(
             truncation=trunc.as_dict() if trunc else {},
         )
         claimed = _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
-        JudgeRun.objects.filter(pk=run.pk).update(
-            n_failed=F("n_failed") + 1,
-            tokens_in=F("tokens_in") + tokens_in,
-            tokens_out=F("tokens_out") + tokens_out,
-            cost=F("cost") + cost,
-            n_truncated=F("n_truncated") + int(bool(trunc and trunc.truncated)),
+        judge_sql.add_to_run(
+            run.pk,
+            failed=1,
+            truncated=int(bool(trunc and trunc.truncated)),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost=cost,
         )
     if not claimed:
         _finish_if_idle(run)
@@ -944,13 +978,14 @@ def _write_result(
         if cache is not None:
             JudgeCache.objects.bulk_create([cache], ignore_conflicts=True)
         claimed = _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
-        JudgeRun.objects.filter(pk=run.pk).update(
-            n_done=F("n_done") + 1,
-            n_cached=F("n_cached") + int(cached),
-            tokens_in=F("tokens_in") + tokens_in,
-            tokens_out=F("tokens_out") + tokens_out,
-            cost=F("cost") + cost,
-            n_truncated=F("n_truncated") + int(trunc.truncated),
+        judge_sql.add_to_run(
+            run.pk,
+            done=1,
+            cached=int(cached),
+            truncated=int(trunc.truncated),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost=cost,
         )
     if not claimed:
         _finish_if_idle(run)
@@ -1170,7 +1205,9 @@ def judge_run_drive_inline(
                     futures.append(pool.submit(work, *pair))
                 futures = [f for f in futures if not f.done()]
                 if not futures and not new:
-                    judge_run_dispatch(run_id=run_id)
+                    # reclaim: an item whose task died here without a result comes back when its
+                    # lease ends, instead of keeping this loop waiting for ever.
+                    judge_run_dispatch(run_id=run_id, reclaim=True)
                     run.refresh_from_db()
                     if (
                         not run.is_active

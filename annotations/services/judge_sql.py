@@ -1,0 +1,112 @@
+"""The judge's per-trace statements in plain SQL (PostgreSQL and SQLite).
+
+Every trace of a judge run goes through the same handful of statements, in one Celery worker
+process with many threads. With the ORM, compiling them cost the worker more CPU than the
+database spent answering them, and the worker's CPU is what bounds a run's throughput
+(bench/bench_judge.py). Here they are written once; the rest of the judge keeps the ORM.
+
+Row locks (``FOR UPDATE``, ``SKIP LOCKED``) are added where the database has them; SQLite has a
+single writer, so it needs none. Values are passed as parameters, adapted the way the ORM would.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import connection
+
+from traces.models import Trace
+
+from ..models import JudgeCache, JudgeItem, JudgeRun
+
+ITEM, RUN, TRACE, CACHE = (m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache))
+
+
+def _for_update(*, skip_locked: bool = False) -> str:
+    if not connection.features.has_select_for_update:
+        return ""
+    if skip_locked and connection.features.has_select_for_update_skip_locked:
+        return " FOR UPDATE SKIP LOCKED"
+    return " FOR UPDATE"
+
+
+def _fetchone(sql: str, params: list) -> tuple | None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
+LOAD_ITEM = (
+    "SELECT i.state, i.claim, i.run_id, i.trace_id, t.content_hash,"  # noqa: S608 - table names from the models
+    " r.state, r.json_mode, r.tokens_in, r.tokens_out, r.cost"
+    f" FROM {ITEM} i JOIN {RUN} r ON r.id = i.run_id JOIN {TRACE} t ON t.id = i.trace_id"
+    " WHERE i.id = %s"
+)
+
+
+def load_item(item_id: int) -> dict | None:
+    """The item's state and claim, its trace's content hash and its run's live fields."""
+    row = _fetchone(LOAD_ITEM, [item_id])
+    if row is None:
+        return None
+    state, claim, run_id, trace_id, content_hash, run_state, json_mode, tokens_in, tokens_out, cost = row
+    return {
+        "state": state,
+        "claim": claim,
+        "run_id": run_id,
+        "trace_id": trace_id,
+        "content_hash": content_hash,
+        "run_state": run_state,
+        "json_mode": None if json_mode is None else bool(json_mode),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost": cost if isinstance(cost, Decimal) else Decimal(str(cost)),
+    }
+
+
+def lock_item(item_id: int) -> str | None:
+    """Lock the item's row (in the caller's transaction) and return its state (None: deleted)."""
+    row = _fetchone(f"SELECT state FROM {ITEM} WHERE id = %s{_for_update()}", [item_id])  # noqa: S608
+    return None if row is None else row[0]
+
+
+def claim_next(run_id: int, lease_until: datetime) -> tuple[int, int] | None:
+    """Claim the run's first pending item (running, a lease, claim + 1): (item id, new claim) or None.
+
+    Items locked by another transaction are skipped, so concurrent results never wait on each other."""
+    sql = (
+        f"UPDATE {ITEM} SET state = %s, lease_until = %s, claim = claim + 1"  # noqa: S608 - table names from the models
+        f" WHERE id = (SELECT id FROM {ITEM} WHERE run_id = %s AND state = %s ORDER BY id LIMIT 1"
+        f"{_for_update(skip_locked=True)}) RETURNING id, claim"
+    )
+    lease = connection.ops.adapt_datetimefield_value(lease_until)
+    return _fetchone(sql, [JudgeItem.State.RUNNING, lease, run_id, JudgeItem.State.PENDING])
+
+
+def add_to_run(
+    run_id: int,
+    *,
+    done: int = 0,
+    failed: int = 0,
+    cached: int = 0,
+    truncated: int = 0,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    cost: Decimal = Decimal(0),
+) -> None:
+    """Add one item's outcome to the run's counters (locks the run row until the commit)."""
+    sql = (
+        f"UPDATE {RUN} SET n_done = n_done + %s, n_failed = n_failed + %s, n_cached = n_cached + %s,"  # noqa: S608
+        " n_truncated = n_truncated + %s, tokens_in = tokens_in + %s, tokens_out = tokens_out + %s,"
+        " cost = cost + %s WHERE id = %s"
+    )
+    params = [done, failed, cached, truncated, tokens_in, tokens_out, connection.ops.adapt_decimalfield_value(cost)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, run_id])
+
+
+def cached_answer(key: str) -> str | None:
+    """The raw answer cached under this key, or None."""
+    row = _fetchone(f"SELECT raw_answer FROM {CACHE} WHERE key = %s", [key])  # noqa: S608
+    return None if row is None else row[0]
