@@ -753,17 +753,18 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str) -> str:
                 trunc=trunc,
             )
             return "failed"
-    cache = JudgeCache(
-        key=key,
-        content_hash=content_hash,
-        prompt_id=run.prompt_id,
-        model=run.model,
-        params_hash=params_hash,
-        raw_answer=raws[-1],
-        parsed=answer.as_dict(),
-        tokens_in=tin,
-        tokens_out=tout,
-    )
+    cache = {
+        "key": key,
+        "content_hash": content_hash,
+        "prompt_id": run.prompt_id,
+        "model": run.model,
+        "params_hash": params_hash,
+        "raw_answer": raws[-1],
+        "parsed": answer.as_dict(),
+        "tokens_in": tin,
+        "tokens_out": tout,
+        "created_at": timezone.now(),
+    }
     _write_result(
         item,
         run,
@@ -862,49 +863,54 @@ def _item_failed(
 def _upsert_annotation(
     *,
     trace_id: int,
-    rater: Rater,
-    version: TaxonomyVersion,
+    rater_id: int,
+    version_id: int,
     task_success: str,
     source: dict,
     labels: list[tuple[int, str, list, str, float | None]],
-) -> Annotation:
-    """One submitted annotation of a non-human rater per trace (round=None): a later run replaces the labels."""
+) -> int:
+    """One submitted annotation of a non-human rater per trace (round=None): a later run replaces
+    the labels. Returns the annotation's id. Plain SQL (judge_sql): it runs once per trace."""
     now = timezone.now()
-    ann = (
-        Annotation.objects.select_for_update()
-        .filter(trace_id=trace_id, rater=rater, taxonomy_version=version, round__isnull=True)
-        .first()
-    )
-    if ann is None:
-        ann = Annotation.objects.create(
-            trace_id=trace_id,
-            rater=rater,
-            taxonomy_version=version,
-            round=None,
-            state=Annotation.State.SUBMITTED,
-            task_success=task_success,
-            source=source,
-            submitted_at=now,
-            revision=1,
-        )
+    found = judge_sql.lock_judge_annotation(trace_id=trace_id, rater_id=rater_id, version_id=version_id)
+    state: str = Annotation.State.SUBMITTED
+    if found is None:
+        row = {
+            "trace_id": trace_id,
+            "rater_id": rater_id,
+            "taxonomy_version_id": version_id,
+            "round_id": None,
+            "state": state,
+            "task_success": task_success,
+            "notes": "",
+            "revision": 1,
+            "source": source,
+            "created_at": now,
+            "updated_at": now,
+            "submitted_at": now,
+        }
+        (ann_id,) = judge_sql.insert(Annotation, [row], returning_id=True)
     else:
-        ann.labels.all().delete()
-        ann.task_success, ann.source, ann.submitted_at = task_success, source, now
-        ann.state = Annotation.State.SUBMITTED
-        ann.revision += 1
-        ann.save(update_fields=["task_success", "source", "submitted_at", "state", "revision", "updated_at"])
-    ModeLabel.objects.bulk_create(
-        ModeLabel(
-            annotation=ann,
-            mode_id=mode_id,
-            decision=decision,
-            evidence=evidence,
-            rationale=rationale,
-            confidence=confidence,
-        )
-        for mode_id, decision, evidence, rationale, confidence in labels
+        ann_id = found[0]
+        judge_sql.delete_labels(ann_id)
+        values = {"task_success": task_success, "source": source, "state": state}
+        values.update(submitted_at=now, updated_at=now)
+        judge_sql.update(Annotation, ann_id, values, increments={"revision": 1})
+    judge_sql.insert(
+        ModeLabel,
+        [
+            {
+                "annotation_id": ann_id,
+                "mode_id": mode_id,
+                "decision": decision,
+                "evidence": evidence,
+                "rationale": rationale,
+                "confidence": confidence,
+            }
+            for mode_id, decision, evidence, rationale, confidence in labels
+        ],
     )
-    return ann
+    return ann_id
 
 
 def _write_result(
@@ -919,7 +925,7 @@ def _write_result(
     latency_ms: int,
     trunc: prompting.Truncation,
     cached: bool,
-    cache: JudgeCache | None,
+    cache: dict | None,
     attempts: int = 0,
 ) -> None:
     by_code = {m.code: m for m in modes}
@@ -950,33 +956,33 @@ def _write_result(
             )
             for m in answer.modes
         ]
-        ann = _upsert_annotation(
+        ann_id = _upsert_annotation(
             trace_id=item.trace_id,
-            rater=run.rater,
-            version=run.taxonomy_version,
+            rater_id=run.rater_id,
+            version_id=run.taxonomy_version_id,
             task_success=answer.task_success,
             source=source,
             labels=labels,
         )
-        JudgeItem.objects.filter(pk=item.pk).update(
-            state=JudgeItem.State.DONE,
-            attempts=F("attempts") + attempts,
-            raw_answer=raw,
-            parsed=answer.as_dict(),
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            latency_ms=latency_ms,
-            cost=cost,
-            cached=cached,
-            error="",
-            lease_until=None,
-            truncated=trunc.truncated,
-            truncation=trunc.as_dict(),
-            annotation=ann,
-            finished_at=timezone.now(),
-        )
+        values = {
+            "state": JudgeItem.State.DONE,
+            "raw_answer": raw,
+            "parsed": answer.as_dict(),
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "latency_ms": latency_ms,
+            "cost": cost,
+            "cached": cached,
+            "error": "",
+            "lease_until": None,
+            "truncated": trunc.truncated,
+            "truncation": trunc.as_dict(),
+            "annotation_id": ann_id,
+            "finished_at": timezone.now(),
+        }
+        judge_sql.update(JudgeItem, item.pk, values, increments={"attempts": attempts})
         if cache is not None:
-            JudgeCache.objects.bulk_create([cache], ignore_conflicts=True)
+            judge_sql.insert(JudgeCache, [cache], ignore_conflicts=True)
         claimed = _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
         judge_sql.add_to_run(
             run.pk,
@@ -1147,10 +1153,10 @@ def baseline_run_execute(*, run_id: int, batch: int = 100, progress: Callable[[i
                     "cost": "0",
                     "in_training_set": item.trace_id in training,
                 }
-                ann = _upsert_annotation(
+                ann_id = _upsert_annotation(
                     trace_id=item.trace_id,
-                    rater=rater,
-                    version=version,
+                    rater_id=rater.pk,
+                    version_id=version.pk,
                     task_success="unknown",
                     source=source_json,
                     labels=labels,
@@ -1160,7 +1166,7 @@ def baseline_run_execute(*, run_id: int, batch: int = 100, progress: Callable[[i
                     parsed=parsed,
                     raw_answer=json.dumps(parsed),
                     latency_ms=latency,
-                    annotation=ann,
+                    annotation_id=ann_id,
                     finished_at=timezone.now(),
                     lease_until=None,
                     attempts=F("attempts") + 1,
