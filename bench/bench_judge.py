@@ -1,13 +1,13 @@
 """Judge throughput: 1,000 traces, a local chat-completions server answering in 300 ms, concurrency 16.
 
-Run: .venv/bin/python bench/bench_judge.py [--traces 1000] [--latency 0.3] [--concurrency 16] [--keep]
+Run: .venv/bin/python bench/bench_judge.py [--traces 1000] [--latency 0.3] [--concurrency 16] [--workers N] [--keep]
 
 1. Creates a fresh PostgreSQL database (DATABASE_URL's server, name mast_bench_judge), migrates it,
    and makes N traces of 6 steps each (about 3 KB of text per trace).
 2. Starts the scripted chat-completions server (tests/llm_server.py) on 127.0.0.1: every answer
    takes --latency seconds and is a valid judge answer.
-3. Starts real Celery workers (--workers processes, default 1, each -P threads with enough threads) on Redis
-   (CELERY_BROKER_URL, default redis://127.0.0.1:6379/13) and queues a judge run with the given
+3. Starts real Celery workers (--workers processes, default one per core, each -P threads with
+   enough threads) on Redis (CELERY_BROKER_URL, default redis://127.0.0.1:6379/13) and queues a judge run with the given
    concurrency. Times it from queueing to the run's end; checks every trace has exactly one
    annotation (zero duplicates) and every item is done (zero lost).
 4. The same again with 10% of requests failing transiently (half HTTP 500, half HTTP 429 with
@@ -51,7 +51,12 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.3)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--fail-share", type=float, default=0.10)
-    ap.add_argument("--workers", type=int, default=1, help="worker processes (threads pool each)")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="worker processes, each -P threads (default: one per core, as README advises)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     args = ap.parse_args()
     # A plain SIGTERM (e.g. from `timeout`) must still stop the workers in the finally below.

@@ -16,7 +16,12 @@ How a run moves (one Celery task per trace, at most ``run.concurrency`` in fligh
    every lease period while runs are running, so a killed and restarted worker finishes the run.
    A stale duplicate task carries an old ``claim`` number and exits without work.
 
-Lock order is always run row, then item rows, so dispatch and result writes cannot deadlock.
+Locks: a result transaction locks its item first and the run row last (its counters are the
+final statement, so the run row is held only for the commit); dispatch, sweep and resume lock the
+run row and then take items with SKIP LOCKED, so neither ever waits on the other.
+
+The per-trace statements are plain SQL (``judge_sql``) and the run's unchanging settings are
+cached per worker process (``_frozen_run``): the worker's CPU per trace bounds a run's throughput.
 """
 
 from __future__ import annotations
@@ -610,7 +615,8 @@ def _frozen_run(run_id: int) -> JudgeRun | None:
     What a task reads of a run besides its state, JSON mode and spend (which ``_load_item`` reads
     fresh every time) is written by judge_run_create and never changed: provider settings, prompt,
     few-shot examples, budget, rater. Loading it once per process instead of once per trace is
-    the largest CPU saving of the judge's hot path (bench/bench_judge.py)."""
+    the largest CPU saving of the judge's hot path (bench/bench_judge.py). Run ids are never
+    reused (PostgreSQL sequences, SQLite AUTOINCREMENT), so an entry cannot go stale."""
     with _frozen_runs_lock:
         run = _frozen_runs.get(run_id)
         if run is not None:
