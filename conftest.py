@@ -19,6 +19,20 @@ import pytest
 REPO = Path(__file__).resolve().parent
 SHARED = REPO.parent / "shared"
 ARTIFACTS = REPO / "test-artifacts"
+# Production hashes passwords with PBKDF2 at a million iterations: about half a second per user
+# on a small machine, paid for every user a fixture makes and every browser login. Tests use MD5,
+# which checks the same code paths (hashing, login, password change) at no cost.
+FAST_PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=FAST_PASSWORD_HASHERS):
+        yield
+
+
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
