@@ -24,7 +24,7 @@ SECRET_KEY = env("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise environ.ImproperlyConfigured(
-            "SECRET_KEY is not set. Put it in the environment or in .env (make demo writes one)."
+            "SECRET_KEY is not set. Put it in the environment or in .env (make demo keeps its own in var/demo-secret)."
         )
     SECRET_KEY = "insecure-dev-only-key"  # noqa: S105 - only ever used with DEBUG on
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
