@@ -854,14 +854,15 @@ def _item_failed(
             truncation=trunc.as_dict() if trunc else {},
         )
         claimed = _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
-        judge_sql.add_to_run(
-            run.pk,
-            failed=1,
-            truncated=int(bool(trunc and trunc.truncated)),
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost=cost,
-        )
+        # The run's counters last: its row stays locked only for the commit (see _lock_item).
+        counters = {
+            "n_failed": 1,
+            "n_truncated": int(bool(trunc and trunc.truncated)),
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost": cost,
+        }
+        judge_sql.update(JudgeRun, run.pk, {}, increments=counters)
     if not claimed:
         _finish_if_idle(run)
 
@@ -899,8 +900,13 @@ def _upsert_annotation(
     else:
         ann_id = found[0]
         judge_sql.delete_labels(ann_id)
-        values = {"task_success": task_success, "source": source, "state": state}
-        values.update(submitted_at=now, updated_at=now)
+        values = {
+            "task_success": task_success,
+            "source": source,
+            "state": state,
+            "submitted_at": now,
+            "updated_at": now,
+        }
         judge_sql.update(Annotation, ann_id, values, increments={"revision": 1})
     judge_sql.insert(
         ModeLabel,
@@ -990,15 +996,16 @@ def _write_result(
         if cache is not None:
             judge_sql.insert(JudgeCache, [cache], ignore_conflicts=True)
         claimed = _claim_next(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
-        judge_sql.add_to_run(
-            run.pk,
-            done=1,
-            cached=int(cached),
-            truncated=int(trunc.truncated),
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost=cost,
-        )
+        # The run's counters last: its row stays locked only for the commit (see _lock_item).
+        counters = {
+            "n_done": 1,
+            "n_cached": int(cached),
+            "n_truncated": int(trunc.truncated),
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost": cost,
+        }
+        judge_sql.update(JudgeRun, run.pk, {}, increments=counters)
     if not claimed:
         _finish_if_idle(run)
 

@@ -84,28 +84,6 @@ def claim_next(run_id: int, lease_until: datetime) -> tuple[int, int] | None:
     return _fetchone(sql, [JudgeItem.State.RUNNING, lease, run_id, JudgeItem.State.PENDING])
 
 
-def add_to_run(
-    run_id: int,
-    *,
-    done: int = 0,
-    failed: int = 0,
-    cached: int = 0,
-    truncated: int = 0,
-    tokens_in: int = 0,
-    tokens_out: int = 0,
-    cost: Decimal = Decimal(0),
-) -> None:
-    """Add one item's outcome to the run's counters (locks the run row until the commit)."""
-    sql = (
-        f"UPDATE {RUN} SET n_done = n_done + %s, n_failed = n_failed + %s, n_cached = n_cached + %s,"  # noqa: S608
-        " n_truncated = n_truncated + %s, tokens_in = tokens_in + %s, tokens_out = tokens_out + %s,"
-        " cost = cost + %s WHERE id = %s"
-    )
-    params = [done, failed, cached, truncated, tokens_in, tokens_out, connection.ops.adapt_decimalfield_value(cost)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, run_id])
-
-
 def cached_answer(key: str) -> str | None:
     """The raw answer cached under this key, or None."""
     row = _fetchone(f"SELECT raw_answer FROM {CACHE} WHERE key = %s", [key])  # noqa: S608
@@ -135,15 +113,16 @@ def insert(model, rows: list[dict], *, ignore_conflicts: bool = False, returning
 
 
 def update(model, pk: int, values: dict, *, increments: dict | None = None) -> int:
-    """UPDATE one row: ``values`` (attname -> value, adapted by the field) and ``increments``
-    (attname -> number added to the column). Returns the rows changed (0 or 1)."""
+    """UPDATE one row: ``values`` (attname -> value) and ``increments`` (attname -> amount added to
+    the column, e.g. a run's counters), each adapted by its field. Returns the rows changed (0 or 1)."""
     fields = [model._meta.get_field(name) for name in values]
     sets = [f"{connection.ops.quote_name(f.column)} = %s" for f in fields]
     params = [f.get_db_prep_save(values[f.attname], connection) for f in fields]
     for name, amount in (increments or {}).items():
-        column = connection.ops.quote_name(model._meta.get_field(name).column)
+        field = model._meta.get_field(name)
+        column = connection.ops.quote_name(field.column)
         sets.append(f"{column} = {column} + %s")
-        params.append(amount)
+        params.append(field.get_db_prep_save(amount, connection))
     sql = f"UPDATE {model._meta.db_table} SET {', '.join(sets)} WHERE id = %s"  # noqa: S608
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, pk])
