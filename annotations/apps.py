@@ -8,11 +8,12 @@ class AnnotationsConfig(AppConfig):
     def ready(self) -> None:
         # Labels that come with imported records (MAST-Data's mast_annotation) are stored by a
         # hook, so traces never imports annotations.
-        from traces.importing import register_import_hook
-
-        from . import tasks_releases  # noqa: F401  (Celery autodiscovers only tasks.py)
-        from .importing import MastDataJudgeHook
-        from .rounds_import import MastHumanRoundsHook
+        # Celery's autodiscovery looks for <app>.tasks only; each area keeps its own tasks module.
+        from annotations.judge import tasks as judge_tasks  # noqa: F401
+        from annotations.labels.imported import MastDataJudgeHook
+        from annotations.releases import tasks as release_tasks  # noqa: F401
+        from annotations.rounds.imported import MastHumanRoundsHook
+        from traces.importing.service import register_import_hook
 
         register_import_hook(MastDataJudgeHook())
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds

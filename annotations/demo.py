@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from traces.models import Membership, Project
-from traces.services import membership_set, project_get_or_create
+from traces.projects.services import membership_set, project_get_or_create
 
 DEMO_PASSWORD = "mast-demo-2026"  # noqa: S105 - printed for the local demo only
 DEMO_USERS = [
@@ -26,12 +26,12 @@ DEMO_USERS = [
 
 # "module:function" taking a DemoContext; each feature area adds its own line.
 STEPS = [
-    "traces.demo:seed",
-    "traces.viewer_demo:seed",
-    "annotations.demo_workspace:seed",
-    "annotations.demo_rounds:seed",
-    "annotations.demo_judge:seed",
-    "annotations.demo_releases:seed",
+    "traces.importing.demo:seed",
+    "traces.viewer.demo:seed",
+    "annotations.labels.demo:seed",
+    "annotations.rounds.demo:seed",
+    "annotations.judge.demo:seed",
+    "annotations.releases.demo:seed",
 ]
 
 

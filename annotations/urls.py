@@ -5,8 +5,9 @@ from django.urls import include, path
 app_name = "annotations"
 
 urlpatterns = [
-    path("", include("annotations.web.workspace_urls")),
-    path("", include("annotations.web.rounds_urls")),
-    path("", include("annotations.web.judge_urls")),
-    path("", include("annotations.web.releases_urls")),
+    path("", include("annotations.labels.urls")),
+    path("", include("annotations.rounds.urls")),
+    path("", include("annotations.judge.urls")),
+    path("", include("annotations.releases.urls")),
+    path("", include("annotations.analytics.urls")),
 ]

@@ -161,9 +161,9 @@ def main() -> None:
     from django.db import connection
 
     from annotations.models import ModeLabel
-    from traces.importing import traces_import
+    from traces.importing.service import traces_import
     from traces.models import Step, Trace
-    from traces.services import project_get_or_create
+    from traces.projects.services import project_get_or_create
 
     project, _ = project_get_or_create(slug="bench", name="Import bench")
     rss_before = rss_mb()

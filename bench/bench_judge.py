@@ -76,8 +76,8 @@ def main() -> None:
     django_setup(env)
     from django.db import connection
 
+    from annotations.judge.runs import judge_run_create
     from annotations.models import Annotation, JudgeItem, JudgeRun
-    from annotations.services.judge import judge_run_create
     from taxonomy.services import taxonomy_seed_mast
     from tests.llm_server import LLMServer, Reply, Status, codes_of, good_answer
     from traces.models import Project, Step, Trace

@@ -68,7 +68,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
     from annotations.models import Rater, Round
     from taxonomy.services import taxonomy_seed_mast
     from traces.models import Trace
-    from traces.services import membership_set, project_get_or_create
+    from traces.projects.services import membership_set, project_get_or_create
 
     version = taxonomy_seed_mast()
     User = get_user_model()
@@ -232,7 +232,7 @@ def build_once(formats: list[str]) -> dict:
     """Runs in a fresh process: create + build one release, report time and peak RSS."""
     from django.contrib.auth import get_user_model
 
-    from annotations.services.releases import release_build, release_create
+    from annotations.releases.services import release_build, release_create
     from traces.models import Project
 
     project = Project.objects.get(slug="bench")

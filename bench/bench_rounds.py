@@ -44,10 +44,10 @@ from django.db import connection, transaction  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from annotations import agreement  # noqa: E402
 from annotations.models import Annotation, ModeLabel, Rater, Round, RoundAnnotator, RoundTrace  # noqa: E402
-from annotations.selectors.rounds import round_disagreements, round_label_matrix  # noqa: E402
-from annotations.services.rounds import REPORT_N_BOOT, REPORT_SEED, agreement_report_get  # noqa: E402
+from annotations.rounds import agreement  # noqa: E402
+from annotations.rounds.selectors import round_disagreements, round_label_matrix  # noqa: E402
+from annotations.rounds.services import REPORT_N_BOOT, REPORT_SEED, agreement_report_get  # noqa: E402
 from taxonomy.services import taxonomy_seed_mast  # noqa: E402
 from traces.models import Membership, Project, Trace  # noqa: E402
 

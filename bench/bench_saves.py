@@ -64,9 +64,9 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
-from annotations.services.labels import annotation_get_or_create
+from annotations.labels.services import annotation_get_or_create
 from traces.models import Membership, Step, Trace
-from traces.services import project_create
+from traces.projects.services import project_create
 
 n_clients = int(sys.argv[1])
 User = get_user_model()
@@ -242,7 +242,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
 import django
 django.setup()
 from annotations.models import Annotation, AnnotationEvent
-from annotations.selectors.labels import annotation_snapshot
+from annotations.labels.selectors import annotation_snapshot
 
 expected = json.load(sys.stdin)
 bad = []

@@ -68,7 +68,7 @@ def build(n: int, raw_kb: int) -> None:
 
     from annotations.models import Annotation, Rater
     from traces.models import Membership, Trace
-    from traces.services import project_get_or_create
+    from traces.projects.services import project_get_or_create
 
     rng = random.Random(7)
     User = get_user_model()

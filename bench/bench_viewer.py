@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/bench_viewer.py [--lines 20000] [--runs 20] [--brows
 
 1. Builds a ~20,000-line trace: the six real ChatDev logs of ../shared/mast/traces/chatdev joined
    and cut at --lines lines (or, with --generated or without ../shared, a generated ChatDev-style
-   log of ~1 MB), and imports it with the real importer (traces.importing.traces_import) into a
+   log of ~1 MB), and imports it with the real importer (traces.importing.service.traces_import) into a
    fresh PostgreSQL database (DATABASE_URL's server, name mast_bench_viewer).
 2. Server: GET of the trace page through Django's test client as a logged-in viewer, p50/p95 over
    --runs runs; the same for a steps window far into the trace and for a search inside it.
@@ -52,9 +52,9 @@ def trace_text(lines: int, generated: bool) -> tuple[str, str, str]:
 def build(lines: int, generated: bool):
     from django.contrib.auth import get_user_model
 
-    from traces.importing import traces_import
+    from traces.importing.service import traces_import
     from traces.models import Membership, Trace
-    from traces.services import project_get_or_create
+    from traces.projects.services import project_get_or_create
 
     text, source, rare = trace_text(lines, generated)
     path = Path("/tmp/mast_bench_viewer_trace.log")

@@ -75,9 +75,9 @@ def setup_db() -> None:
 def build(n_lines: int):
     from django.contrib.auth import get_user_model
 
-    from annotations.services.labels import annotation_get_or_create, annotation_save
+    from annotations.labels.services import annotation_get_or_create, annotation_save
     from traces.models import Membership, Step, Trace
-    from traces.services import project_create
+    from traces.projects.services import project_create
 
     rng = random.Random(7)
     lines: list[str] = []

@@ -1,4 +1,4 @@
-"""The Celery app. Tasks live in each app's tasks.py; job state lives in our own tables."""
+"""The Celery app. Tasks live in each area's tasks.py, imported by the apps' ready(); job state lives in our tables."""
 
 import os
 

@@ -4,9 +4,9 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 api_patterns = [
-    path("", include("taxonomy.api.urls")),
-    path("", include("traces.api.urls")),
-    path("", include("annotations.api.urls")),
+    path("", include("taxonomy.api_urls")),
+    path("", include("traces.api_urls")),
+    path("", include("annotations.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),

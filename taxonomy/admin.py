@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Category, FailureMode, ModeMapping, Taxonomy, TaxonomyVersion
+from taxonomy.models import Category, FailureMode, ModeMapping, Taxonomy, TaxonomyVersion
 
 
 class CategoryInline(admin.TabularInline):

@@ -4,7 +4,7 @@ from django.db.models.signals import post_migrate
 
 def _seed_mast(sender, **kwargs) -> None:
     # Runs after every migrate (and after test-database flushes): idempotent.
-    from .services import taxonomy_seed_mast
+    from taxonomy.services import taxonomy_seed_mast
 
     taxonomy_seed_mast()
 

@@ -9,7 +9,7 @@ from django.db.models import Count, Prefetch, QuerySet
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from .models import Category, FailureMode, Taxonomy, TaxonomyVersion
+from taxonomy.models import Category, FailureMode, Taxonomy, TaxonomyVersion
 
 
 def taxonomy_list() -> QuerySet[Taxonomy]:

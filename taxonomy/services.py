@@ -16,8 +16,8 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from . import mast_v1
-from .models import Category, FailureMode, ModeMapping, Taxonomy, TaxonomyVersion
+from taxonomy import mast_v1
+from taxonomy.models import Category, FailureMode, ModeMapping, Taxonomy, TaxonomyVersion
 
 EXPORT_FORMAT = "mast-taxonomy/1"
 

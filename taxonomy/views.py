@@ -10,9 +10,9 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from . import services
-from .models import Taxonomy
-from .selectors import taxonomy_list, user_can_edit_taxonomies, version_diff, version_get
+from taxonomy import services
+from taxonomy.models import Taxonomy
+from taxonomy.selectors import taxonomy_list, user_can_edit_taxonomies, version_diff, version_get
 
 
 def _version_or_404(slug, number):

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ImportJob, Membership, Project, Step, Trace
+from traces.models import ImportJob, Membership, Project, Step, Trace
 
 
 class MembershipInline(admin.TabularInline):

@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from . import views
+from traces.projects import views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -8,6 +8,6 @@ urlpatterns = [
     path("projects/new/", views.project_new, name="project_new"),
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/members/", views.project_members_page, name="project_members"),
-    path("", include("traces.viewer_urls")),
-    path("", include("traces.import_urls")),
+    path("", include("traces.viewer.urls")),
+    path("", include("traces.importing.urls")),
 ]

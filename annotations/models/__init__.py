@@ -1,9 +1,9 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
-from .judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate
-from .labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
-from .releases import Release, ReleaseFile, ReleasePolicy
-from .rounds import (
+from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate
+from annotations.models.labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
+from annotations.models.releases import Release, ReleaseFile, ReleasePolicy
+from annotations.models.rounds import (
     Adjudication,
     AgreementReport,
     DisagreementComment,

@@ -3,8 +3,8 @@
  *
  * EMBEDDING CONTRACT (stable; the annotation workspace embeds this viewer):
  *
- *   Server side:  context.update(traces.trace_selectors.trace_viewer_context(trace=trace))
- *                 {% include "traces/_viewer.html" with trace=trace steps=first_steps outline=outline %}
+ *   Server side:  context.update(traces.viewer.selectors.trace_viewer_context(trace=trace))
+ *                 {% include "traces/viewer/_viewer.html" with trace=trace steps=first_steps outline=outline %}
  *                 (+ <link rel="stylesheet" href="{% static 'css/viewer.css' %}">)
  *   That renders <div class="trace-viewer" data-trace-id data-steps-url data-search-url
  *                 data-outline-url data-raw-url data-total-steps data-total-lines ...>

@@ -55,8 +55,8 @@ def make_judge_traces(project, n: int, *, n_steps: int = 4, words: str = "", sta
 
 def drive(run):
     """Run a judge run to its end in this process: start, then process claimed items until none is left."""
+    from annotations.judge.runs import judge_item_process, judge_run_start
     from annotations.models import JudgeItem
-    from annotations.services.judge import judge_item_process, judge_run_start
 
     judge_run_start(run_id=run.pk)
     for _ in range(10_000):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 
+from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
 from annotations.models import Round
-from annotations.services.labels import annotation_get_or_create, annotation_save, annotation_submit
-from annotations.services.rounds import round_create, round_open, round_start_review
+from annotations.rounds.services import round_create, round_open, round_start_review
 from traces.models import Step, Trace
 
 _counter = itertools.count()

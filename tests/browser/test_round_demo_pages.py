@@ -7,15 +7,15 @@ import pytest
 from playwright.sync_api import expect
 
 from annotations.demo import seed_users_and_project
-from annotations.demo_rounds import seed
 from annotations.models import Round
+from annotations.rounds.demo import seed
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
 def demo(transactional_db, password):
-    from traces.demo import seed as seed_traces
+    from traces.importing.demo import seed as seed_traces
 
     ctx = seed_users_and_project()
     for user in ctx.users.values():

@@ -9,10 +9,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from annotations.labels.services import rater_for_user
 from annotations.models import Adjudication, Round
-from annotations.selectors.rounds import round_units
-from annotations.services.labels import rater_for_user
-from annotations.services.rounds import (
+from annotations.rounds.selectors import round_units
+from annotations.rounds.services import (
     adjudication_record,
     agreement_report_get,
     round_close,

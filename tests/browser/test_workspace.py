@@ -112,7 +112,7 @@ def test_keyboard_only_labelling_survives_a_network_drop(page, live_server, logi
 
 
 def test_stale_tab_shows_a_conflict_instead_of_overwriting(page, live_server, login, project, annotator, screenshot):
-    from annotations.services.labels import annotation_get_or_create, annotation_save
+    from annotations.labels.services import annotation_get_or_create, annotation_save
 
     trace = make_trace(project, n_steps=4, title="conflict")
     login(page, annotator)

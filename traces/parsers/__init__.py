@@ -27,18 +27,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .ag2 import parse_ag2, parse_whowhen
-from .appworld import parse_appworld
-from .base import STEP_KINDS, ParsedStep, ParsedTrace, ParseError, normalise_newlines
-from .chatdev import parse_chatdev
-from .detect import detect_format, looks_json, normalise_mas_name
-from .hyperagent import parse_hyperagent
-from .magentic_one import parse_magentic_one
-from .mast import MastRecord, is_mast_data, iter_mast_records, parse_mast_record
-from .messages import load_json, load_jsonl, message_list, parse_messages
-from .metagpt import parse_metagpt_json, parse_metagpt_log
-from .openmanus import parse_openmanus
-from .plaintext import parse_plaintext, split_blocks
+from traces.parsers.ag2 import parse_ag2, parse_whowhen
+from traces.parsers.appworld import parse_appworld
+from traces.parsers.base import STEP_KINDS, ParsedStep, ParsedTrace, ParseError, normalise_newlines
+from traces.parsers.chatdev import parse_chatdev
+from traces.parsers.detect import detect_format, looks_json, normalise_mas_name
+from traces.parsers.hyperagent import parse_hyperagent
+from traces.parsers.magentic_one import parse_magentic_one
+from traces.parsers.mast import MastRecord, is_mast_data, iter_mast_records, parse_mast_record
+from traces.parsers.messages import load_json, load_jsonl, message_list, parse_messages
+from traces.parsers.metagpt import parse_metagpt_json, parse_metagpt_log
+from traces.parsers.openmanus import parse_openmanus
+from traces.parsers.plaintext import parse_plaintext, split_blocks
 
 __all__ = [
     "FORMATS",

@@ -3,9 +3,9 @@ and Who&When records (``history``; AG2 CaptainAgent or Magentic-One)."""
 
 from __future__ import annotations
 
-from .base import ParsedTrace, ParseError
-from .messages import load_json, message_list, to_messages
-from .render import render, text_of
+from traces.parsers.base import ParsedTrace, ParseError
+from traces.parsers.messages import load_json, message_list, to_messages
+from traces.parsers.render import render, text_of
 
 
 def _truthy(value: object) -> bool | None:

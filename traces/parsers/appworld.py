@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from .base import ParsedTrace, segment
+from traces.parsers.base import ParsedTrace, segment
 
 HEADER = re.compile(
     r"^ *(?:Response from (?P<resp>.+?) Agent|Code Execution Output|Entering (?P<enter>.+?) Agent message loop"

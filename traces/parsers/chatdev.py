@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .base import SKIP, ParsedTrace, segment
+from traces.parsers.base import SKIP, ParsedTrace, segment
 
 HEADER = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\] (.*)$", re.M)
 _SPEAKER = re.compile(r"([A-Z][\w.' -]{0,60}?): ")

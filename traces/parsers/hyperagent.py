@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-from .base import ParsedTrace, ParseError, segment
-from .detect import looks_json
-from .messages import load_json
-from .render import text_of
+from traces.parsers.base import ParsedTrace, ParseError, segment
+from traces.parsers.detect import looks_json
+from traces.parsers.messages import load_json
+from traces.parsers.render import text_of
 
 HEADER = re.compile(r"^HyperAgent_\S+ - [A-Z]+ - (.*)$", re.M)
 _INNER = re.compile(r"Inner-(\w+)-Assistant's Response:")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .base import ParsedTrace, segment
+from traces.parsers.base import ParsedTrace, segment
 
 HEADER = re.compile(r"^---------- (.+?) ----------\s*$|^.*!#!#\s*$", re.M)
 _FINAL = re.compile(r"^FINAL ANSWER: ?(.*)$", re.M)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import IO
 
-from .base import ParsedTrace, ParseError
-from .detect import normalise_mas_name
+from traces.parsers.base import ParsedTrace, ParseError
+from traces.parsers.detect import normalise_mas_name
 
 _CHUNK = 1 << 20
 
@@ -235,7 +235,7 @@ def parse_mast_record(rec: MastRecord) -> ParsedTrace:
     The human-labelled file has ``mas_name`` "GAIA" with the framework in ``benchmark_name``
     (swapped); when only the benchmark names a framework, the two are swapped back.
     """
-    from . import parse_trace  # the package imports this module
+    from traces.parsers import parse_trace  # the package imports this module
 
     mas = normalise_mas_name(rec.mas_name)
     benchmark = rec.benchmark_name

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from .base import ParsedTrace, ParseError
-from .render import Message, render, text_of
+from traces.parsers.base import ParsedTrace, ParseError
+from traces.parsers.render import Message, render, text_of
 
 TERMINAL_AGENTS = frozenset({"computer_terminal", "computerterminal", "code_executor", "executor"})
 _ROLE_SUFFIX = re.compile(r"\s*\(.*\)\s*$")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from .base import SKIP, ParsedTrace, ParseError, segment
-from .messages import load_json
-from .render import Message, render, text_of
+from traces.parsers.base import SKIP, ParsedTrace, ParseError, segment
+from traces.parsers.messages import load_json
+from traces.parsers.render import Message, render, text_of
 
 LOGURU = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \| [A-Z]+ *\| \S+ - (.*)$", re.M)
 _ACT = re.compile(r"\w+\((\w+)\): to do ")

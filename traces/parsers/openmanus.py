@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .base import ParsedTrace, segment
+from traces.parsers.base import ParsedTrace, segment
 
 HEADER = re.compile(
     r"^(?:Enter your prompt: )?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \| [A-Z]+ *\| (\S+?):\w+:\d+ - (.*)$", re.M

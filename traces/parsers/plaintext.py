@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .base import ParsedStep, ParsedTrace
+from traces.parsers.base import ParsedStep, ParsedTrace
 
 MIN_LINES = 8  # blocks shorter than this are merged with the following ones
 MAX_LINES = 200  # no step is longer than this

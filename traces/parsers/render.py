@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .base import ParsedStep, normalise_newlines
+from traces.parsers.base import ParsedStep, normalise_newlines
 
 
 @dataclass(slots=True)

@@ -6,7 +6,7 @@ Each tab names a URL that takes the project slug; the bar shows the tabs the use
 from django import template
 from django.urls import NoReverseMatch, reverse
 
-from traces.selectors import CAPABILITIES
+from traces.projects.selectors import CAPABILITIES
 
 register = template.Library()
 
@@ -23,7 +23,7 @@ TABS = [
 ]
 
 
-@register.inclusion_tag("traces/_project_tabs.html")
+@register.inclusion_tag("traces/projects/_tabs.html")
 def project_tabs(project, role, current=""):
     tabs = []
     for key, label, url_name, capability in TABS:

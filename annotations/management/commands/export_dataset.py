@@ -17,13 +17,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from annotations.models import Release, Round
+from annotations.releases import writers as exporting
+from annotations.releases.selectors import ReleaseSpec
+from annotations.releases.services import export_write
 from taxonomy.models import TaxonomyVersion
 from traces.models import Project
-
-from ... import exporting
-from ...models import Release, Round
-from ...selectors.releases import ReleaseSpec
-from ...services.releases import export_write
 
 
 class Command(BaseCommand):

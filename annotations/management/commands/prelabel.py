@@ -11,9 +11,9 @@ import time
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from annotations.judge.runs import baseline_run_execute, inline_mode, judge_run_create, judge_run_drive_inline
+from annotations.judge.selectors import judge_run_progress
 from annotations.models import JudgeRun
-from annotations.selectors.judge import judge_run_progress
-from annotations.services.judge import baseline_run_execute, inline_mode, judge_run_create, judge_run_drive_inline
 from traces.models import Project
 
 
@@ -84,7 +84,7 @@ class Command(BaseCommand):
 
         if opts["inline"]:
             if run.provider == JudgeRun.Provider.BASELINE:
-                from annotations.services.judge import judge_run_start
+                from annotations.judge.runs import judge_run_start
 
                 with inline_mode():
                     judge_run_start(run_id=run.pk)

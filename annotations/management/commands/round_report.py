@@ -14,8 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from annotations.models import Round
-from annotations.selectors.rounds import rater_set_parse
-from annotations.services.rounds import agreement_report_get, agreement_report_json
+from annotations.rounds.selectors import rater_set_parse
+from annotations.rounds.services import agreement_report_get, agreement_report_json
 from traces.models import Project
 
 

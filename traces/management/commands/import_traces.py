@@ -6,8 +6,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from traces.importing import IMPORT_FORMATS, ImportProgress, TraceImportError, traces_import
-from traces.services import project_get_or_create
+from traces.importing.service import IMPORT_FORMATS, ImportProgress, TraceImportError, traces_import
+from traces.projects.services import project_get_or_create
 
 
 class Command(BaseCommand):

@@ -1,0 +1,218 @@
+"""Reads for the LLM judge: runs, their progress, prompt versions, and the judge's quality.
+
+Quality compares a judge rater's labels with the humans' agreed labels (the consensus of closed
+rounds, ``agreed_labels``) on the traces both have, per mode and pooled over all (trace, mode)
+units, in the layout of the MAST paper's Table 2: accuracy, precision, recall, F1, Cohen's kappa.
+Labels are read through ``annotations_visible_to``: a manager who annotates an open round does not
+see the judge's labels of that round's traces here either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from annotations.labels.visibility import annotations_visible_to
+from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
+from annotations.rounds.agreement import cohen_kappa
+from annotations.rounds.selectors import agreed_labels
+from taxonomy.models import FailureMode
+from traces.models import Project
+
+
+def judge_run_list(*, project: Project) -> QuerySet[JudgeRun]:
+    return (
+        JudgeRun.objects.filter(project=project)
+        .select_related("prompt", "rater", "created_by")
+        .order_by("-created_at", "-id")
+    )
+
+
+def judge_run_get(*, project: Project, run_id: int) -> JudgeRun:
+    return JudgeRun.objects.select_related("prompt", "rater", "taxonomy_version__taxonomy", "created_by").get(
+        project=project, pk=run_id
+    )
+
+
+def prompt_versions(*, taxonomy_version) -> QuerySet[PromptTemplate]:
+    return (
+        PromptTemplate.objects.filter(taxonomy_version=taxonomy_version)
+        .select_related("created_by")
+        .order_by("-number")
+    )
+
+
+@dataclass(frozen=True)
+class Progress:
+    state: str
+    state_label: str
+    total: int
+    done: int
+    failed: int
+    cached: int
+    truncated: int
+    remaining: int
+    percent: int
+    rate_per_min: float | None
+    eta_seconds: int | None
+    elapsed_seconds: int | None
+    tokens_in: int
+    tokens_out: int
+    cost: str
+    error: str
+    active: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def judge_run_progress(*, run: JudgeRun) -> Progress:
+    """Counters come from the run row (updated with each item's result in the same transaction)."""
+    processed = run.n_done + run.n_failed
+    elapsed = None
+    rate = eta = None
+    if run.started_at:
+        end = run.finished_at or timezone.now()
+        elapsed = max(0, int((end - run.started_at).total_seconds()))
+        if processed and elapsed:
+            rate = processed / elapsed * 60
+            if run.is_active:
+                eta = int(run.n_remaining / (processed / elapsed))
+    return Progress(
+        state=run.state,
+        state_label=run.get_state_display(),
+        total=run.n_total,
+        done=run.n_done,
+        failed=run.n_failed,
+        cached=run.n_cached,
+        truncated=run.n_truncated,
+        remaining=run.n_remaining,
+        percent=run.percent,
+        rate_per_min=round(rate, 1) if rate is not None else None,
+        eta_seconds=eta,
+        elapsed_seconds=elapsed,
+        tokens_in=run.tokens_in,
+        tokens_out=run.tokens_out,
+        cost=f"{run.cost:.4f}",
+        error=run.error,
+        active=run.is_active,
+    )
+
+
+def judge_items(*, run: JudgeRun, state: str | None = None, truncated: bool | None = None) -> QuerySet[JudgeItem]:
+    qs = JudgeItem.objects.filter(run=run).select_related("trace").order_by("id")
+    if state:
+        qs = qs.filter(state=state)
+    if truncated is not None:
+        qs = qs.filter(truncated=truncated)
+    return qs
+
+
+# --------------------------------------------------------------------------- quality
+
+
+def _ratio(num: int, den: int, why: str) -> dict[str, Any]:
+    if den == 0:
+        return {"value": None, "undefined": why}
+    return {"value": num / den, "undefined": None}
+
+
+def binary_scores(pairs: list[tuple[int, int]]) -> dict[str, Any]:
+    """(human, judge) 0/1 pairs -> counts, accuracy, precision, recall, F1, kappa (undefined says why)."""
+    tp = sum(1 for h, j in pairs if h and j)
+    fp = sum(1 for h, j in pairs if not h and j)
+    fn = sum(1 for h, j in pairs if h and not j)
+    tn = sum(1 for h, j in pairs if not h and not j)
+    n = len(pairs)
+    precision = _ratio(tp, tp + fp, "the judge never said present")
+    recall = _ratio(tp, tp + fn, "the humans never said present")
+    if precision["value"] is None or recall["value"] is None:
+        f1 = {"value": None, "undefined": precision["undefined"] or recall["undefined"]}
+    elif precision["value"] + recall["value"] == 0:
+        f1 = {"value": 0.0, "undefined": None}
+    else:
+        p, r = precision["value"], recall["value"]
+        f1 = {"value": 2 * p * r / (p + r), "undefined": None}
+    if n:
+        kappa = cohen_kappa([h for h, _ in pairs], [j for _, j in pairs])
+    else:
+        kappa = {"value": None, "undefined": "no unit labelled by both"}
+    return {
+        "n": n,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "accuracy": _ratio(tp + tn, n, "no unit labelled by both"),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "kappa": kappa,
+    }
+
+
+def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
+    """The run's rater against the agreed labels on the traces of the run (see module docstring)."""
+    project = run.project
+    version = run.taxonomy_version
+    modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
+    codes = [m.code for m in modes]
+    agreed: dict[tuple[int, str], int] = {}
+    for a in agreed_labels(project=project, taxonomy_version=version, trace_ids=run.trace_ids):
+        agreed[(a.trace_id, a.mode_code)] = int(a.decision == "present")
+    result: dict[str, Any] = {
+        "run": run.pk,
+        "rater": run.rater.name if run.rater else None,
+        "rater_kind": run.rater.kind if run.rater else None,
+        "rater_id": run.rater_id,
+        "n_agreed_traces": len({t for t, _ in agreed}),
+        "modes": [],
+        "overall": None,
+        "disagreements": [],
+        "in_sample": False,
+    }
+    if run.rater is None:
+        return result
+    visible = annotations_visible_to(user=user, project=project).filter(
+        rater=run.rater, taxonomy_version=version, round__isnull=True, trace_id__in=run.trace_ids
+    )
+    judge: dict[tuple[int, str], tuple[int, str, float | None]] = {}
+    for tid, code, decision, rationale, conf in (
+        ModeLabel.objects.filter(annotation__in=visible)
+        .exclude(decision="unsure")
+        .values_list("annotation__trace_id", "mode__code", "decision", "rationale", "confidence")
+    ):
+        judge[(tid, code)] = (int(decision == "present"), rationale, conf)
+    per_mode: dict[str, list[tuple[int, int]]] = {c: [] for c in codes}
+    by_trace: dict[int, list[dict[str, Any]]] = {}
+    for (tid, code), human in agreed.items():
+        if (tid, code) not in judge or code not in per_mode:
+            continue
+        j, rationale, conf = judge[(tid, code)]
+        per_mode[code].append((human, j))
+        if human != j:
+            by_trace.setdefault(tid, []).append(
+                {
+                    "code": code,
+                    "human": "present" if human else "absent",
+                    "judge": "present" if j else "absent",
+                    "rationale": rationale,
+                    "confidence": conf,
+                }
+            )
+    names = {m.code: m.name for m in modes}
+    result["modes"] = [{"code": c, "name": names[c], **binary_scores(per_mode[c])} for c in codes]
+    result["overall"] = binary_scores([p for c in codes for p in per_mode[c]])
+    result["n_compared_traces"] = len({t for (t, c) in agreed if (t, c) in judge})
+    if run.provider == JudgeRun.Provider.BASELINE and run.baseline_info.get("trained_on", "").startswith("agreed"):
+        result["in_sample"] = True
+    titles = dict(run.project.traces.filter(pk__in=list(by_trace)).values_list("pk", "title"))
+    ranked = sorted(by_trace.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:worst]
+    result["disagreements"] = [
+        {"trace_id": tid, "title": titles.get(tid) or f"Trace #{tid}", "n": len(rows), "modes": rows}
+        for tid, rows in ranked
+    ]
+    return result

@@ -1,0 +1,42 @@
+"""Celery tasks of the annotations app: thin wrappers that load ids and call one service.
+
+The LLM judge runs one ``annotations.prelabel_trace`` task per trace. The calls are I/O-bound,
+so run the worker with the threads pool, at least as many threads as the sum of the
+concurrency of the runs you want in flight, e.g.
+
+    celery -A mast_site worker -P threads --concurrency=32
+
+To scale out, start more workers (on more machines) against the same broker and database: the
+per-run limit is enforced in the database (judge_run_dispatch), not by the pool size.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from annotations.judge import runs as judge_services
+
+
+@shared_task(name="annotations.judge_run_start", acks_late=True, ignore_result=True)
+def judge_run_start_task(run_id: int) -> None:
+    judge_services.judge_run_start(run_id=run_id)
+
+
+@shared_task(name="annotations.prelabel_trace", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def prelabel_trace(item_id: int, claim: int | None = None) -> str:
+    return judge_services.judge_item_process(item_id=item_id, claim=claim)
+
+
+@shared_task(name="annotations.judge_sweep", acks_late=True, ignore_result=True)
+def judge_sweep_task() -> None:
+    """Re-dispatch running runs (re-claims items whose worker died); repeats while runs are running."""
+    wait = judge_services.judge_sweep()
+    if wait is not None:
+        judge_sweep_task.apply_async(countdown=wait)
+
+
+@worker_ready.connect
+def _sweep_on_worker_start(sender=None, **kwargs) -> None:
+    # A worker that starts (or restarts after a crash) picks up runs left running.
+    judge_sweep_task.apply_async(countdown=1)

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from annotations.judge import views as judge
+
+urlpatterns = [
+    path("p/<slug:slug>/judge/", judge.judge_list, name="judge_list"),
+    path("p/<slug:slug>/judge/new/", judge.judge_run_new, name="judge_run_new"),
+    path("p/<slug:slug>/judge/prompt/", judge.judge_prompt_page, name="judge_prompt"),
+    path("p/<slug:slug>/judge/runs/<int:run_id>/", judge.judge_run_page, name="judge_run"),
+    path("p/<slug:slug>/judge/runs/<int:run_id>/progress/", judge.judge_run_progress_fragment, name="judge_progress"),
+    path("p/<slug:slug>/judge/runs/<int:run_id>/quality/", judge.judge_quality_page, name="judge_quality"),
+    path("p/<slug:slug>/judge/runs/<int:run_id>/items/<int:item_id>/", judge.judge_item_page, name="judge_item"),
+    path("p/<slug:slug>/judge/runs/<int:run_id>/<str:action>/", judge.judge_run_action, name="judge_run_action"),
+]

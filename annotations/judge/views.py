@@ -1,0 +1,307 @@
+"""Pages of the LLM judge (managers): runs, a new run, live progress, quality, prompt versions."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotations.judge.prompting import PLACEHOLDERS
+from annotations.judge.runs import (
+    judge_run_cancel,
+    judge_run_create,
+    judge_run_resume,
+    prompt_template_active,
+    prompt_template_save,
+)
+from annotations.judge.selectors import (
+    judge_items,
+    judge_quality,
+    judge_run_get,
+    judge_run_list,
+    judge_run_progress,
+    prompt_versions,
+)
+from annotations.models import JudgeItem, JudgeRun, Round
+from traces.projects.selectors import project_get_for_user
+
+
+def _manager_project(request, slug):
+    return project_get_for_user(user=request.user, slug=slug, capability="manage")
+
+
+def _run_or_404(project, run_id):
+    try:
+        return judge_run_get(project=project, run_id=run_id)
+    except JudgeRun.DoesNotExist:
+        raise Http404("No such judge run.")
+
+
+class RunForm(forms.Form):
+    provider = forms.ChoiceField(
+        choices=[
+            ("baseline", "Baseline classifier (no API key; TF-IDF + logistic regression)"),
+            ("openai", "LLM: OpenAI-compatible chat completions"),
+        ],
+        widget=forms.RadioSelect,
+        initial="openai",
+    )
+    base_url = forms.CharField(
+        required=False,
+        label="Base URL",
+        initial="https://api.openai.com/v1",
+        help_text="Any OpenAI-compatible server: OpenAI, vLLM, Ollama, LiteLLM…",
+    )
+    model = forms.CharField(required=False, initial="gpt-4o-mini")
+    api_key_env = forms.CharField(
+        required=False,
+        initial="OPENAI_API_KEY",
+        label="API key environment variable",
+        help_text="The NAME of the variable holding the key on the worker; the key itself is never stored.",
+    )
+    traces = forms.ChoiceField(label="Traces")
+    concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8, help_text="Calls in flight at once.")
+    temperature = forms.FloatField(min_value=0, max_value=2, initial=0.0)
+    max_tokens = forms.IntegerField(min_value=64, max_value=100_000, initial=2000)
+    timeout = forms.FloatField(min_value=1, max_value=3600, initial=120, help_text="Seconds per request.")
+    budget_tokens = forms.IntegerField(required=False, min_value=1, label="Budget: max tokens")
+    budget_cost = forms.DecimalField(required=False, min_value=0, decimal_places=4, label="Budget: max cost")
+    price_in = forms.DecimalField(
+        required=False, min_value=0, decimal_places=4, initial=0, label="Price per 1M input tokens"
+    )
+    price_out = forms.DecimalField(
+        required=False, min_value=0, decimal_places=4, initial=0, label="Price per 1M output tokens"
+    )
+    few_shot = forms.BooleanField(required=False, label="Add few-shot examples from the project's adjudicated labels")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [("all", "All traces"), ("unlabelled", "Unlabelled traces (no human labels, no agreed labels)")]
+        for rnd in Round.objects.filter(project=project).order_by("-created_at")[:50]:
+            choices.append((f"round:{rnd.pk}", f"Traces of round “{rnd.name}” ({rnd.get_state_display()})"))
+        self.fields["traces"].choices = choices
+
+
+@login_required
+def judge_list(request, slug):
+    project, role = _manager_project(request, slug)
+    runs = judge_run_list(project=project)
+    page = Paginator(runs, 25).get_page(request.GET.get("page"))
+    prompt = None
+    if project.taxonomy_version:
+        prompt = prompt_versions(taxonomy_version=project.taxonomy_version).filter(is_active=True).first()
+    return render(
+        request,
+        "annotations/judge/list.html",
+        {
+            "project": project,
+            "role": role,
+            "page_obj": page,
+            "runs": page.object_list,
+            "prompt": prompt,
+            "nav": "projects",
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def judge_run_new(request, slug):
+    project, role = _manager_project(request, slug)
+    form = RunForm(request.POST or None, project=project)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            run = judge_run_create(
+                project=project,
+                by=request.user,
+                provider=data["provider"],
+                base_url=data["base_url"] or "",
+                model=data["model"] or "",
+                api_key_env=data["api_key_env"] or "",
+                temperature=data["temperature"],
+                max_tokens=data["max_tokens"],
+                timeout=data["timeout"],
+                traces=data["traces"],
+                concurrency=data["concurrency"],
+                budget_tokens=data["budget_tokens"],
+                budget_cost=data["budget_cost"],
+                price_in=data["price_in"] or 0,
+                price_out=data["price_out"] or 0,
+                few_shot=data["few_shot"],
+            )
+        except ValidationError as exc:
+            if hasattr(exc, "error_dict"):
+                for field, errs in exc.message_dict.items():
+                    form.add_error(field if field in form.fields else None, errs)
+            else:
+                form.add_error(None, exc)
+        else:
+            messages.success(request, f"Judge run {run.pk} queued over {run.n_total} traces.")
+            return redirect("annotations:judge_run", slug=project.slug, run_id=run.pk)
+    return render(
+        request, "annotations/judge/new.html", {"project": project, "role": role, "form": form, "nav": "projects"}
+    )
+
+
+@login_required
+def judge_run_page(request, slug, run_id):
+    project, role = _manager_project(request, slug)
+    run = _run_or_404(project, run_id)
+    state = request.GET.get("state") or ""
+    if state and state not in JudgeItem.State.values:
+        state = ""
+    items = judge_items(run=run, state=state or None)
+    page = Paginator(items, 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "annotations/judge/run.html",
+        {
+            "project": project,
+            "role": role,
+            "run": run,
+            "progress": judge_run_progress(run=run),
+            "page_obj": page,
+            "items": page.object_list,
+            "state": state,
+            "item_states": JudgeItem.State.choices,
+            "querystring_prefix": f"state={state}&" if state else "",
+            "nav": "projects",
+        },
+    )
+
+
+@login_required
+def judge_run_progress_fragment(request, slug, run_id):
+    project, role = _manager_project(request, slug)
+    run = _run_or_404(project, run_id)
+    progress = judge_run_progress(run=run)
+    response = render(
+        request, "annotations/judge/_progress.html", {"project": project, "run": run, "progress": progress}
+    )
+    if request.headers.get("HX-Request") and not progress.active:
+        response["HX-Refresh"] = "true"  # the run just ended: reload once so the trace table is current
+    return response
+
+
+@login_required
+@require_POST
+def judge_run_action(request, slug, run_id, action):
+    project, role = _manager_project(request, slug)
+    run = _run_or_404(project, run_id)
+    try:
+        if action == "cancel":
+            judge_run_cancel(run=run, by=request.user)
+            messages.success(request, "Run cancelled: calls in flight finish, nothing new is sent. Resume any time.")
+        elif action == "resume":
+            judge_run_resume(run=run, by=request.user)
+            messages.success(request, "Run resumed.")
+        else:
+            raise Http404("No such action.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    return redirect("annotations:judge_run", slug=project.slug, run_id=run.pk)
+
+
+@login_required
+def judge_item_page(request, slug, run_id, item_id):
+    project, role = _manager_project(request, slug)
+    run = _run_or_404(project, run_id)
+    item = JudgeItem.objects.select_related("trace").filter(run=run, pk=item_id).first()
+    if item is None:
+        raise Http404("No such item.")
+    return render(
+        request,
+        "annotations/judge/item.html",
+        {"project": project, "role": role, "run": run, "item": item, "nav": "projects"},
+    )
+
+
+@login_required
+def judge_quality_page(request, slug, run_id):
+    project, role = _manager_project(request, slug)
+    run = _run_or_404(project, run_id)
+    quality = judge_quality(run=run, user=request.user)
+    rounds = []
+    if run.rater_id:
+        rounds = list(
+            Round.objects.filter(
+                project=project, taxonomy_version=run.taxonomy_version, round_traces__trace_id__in=run.trace_ids
+            )
+            .distinct()
+            .order_by("-created_at")[:10]
+        )
+    try:
+        round_report_url = bool(rounds) and bool(reverse("annotations:round_report", args=[project.slug, rounds[0].pk]))
+    except NoReverseMatch:  # the rounds pages are not installed in this build
+        round_report_url = False
+    return render(
+        request,
+        "annotations/judge/quality.html",
+        {
+            "project": project,
+            "role": role,
+            "run": run,
+            "q": quality,
+            "rounds": rounds,
+            "round_report_url": round_report_url,
+            "nav": "projects",
+        },
+    )
+
+
+class PromptForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false", "class": "mono"}))
+    notes = forms.CharField(required=False, max_length=300, label="What changed (optional)")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def judge_prompt_page(request, slug):
+    project, role = _manager_project(request, slug)
+    version = project.taxonomy_version
+    if version is None:
+        raise Http404("The project has no taxonomy version.")
+    active = prompt_template_active(taxonomy_version=version, by=request.user)
+    versions = prompt_versions(taxonomy_version=version)
+    shown = active
+    if request.GET.get("v"):
+        shown = versions.filter(number=request.GET["v"]).first() or active
+    form = PromptForm(request.POST or None, initial={"text": shown.text})
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = prompt_template_save(
+                taxonomy_version=version,
+                text=form.cleaned_data["text"],
+                by=request.user,
+                notes=form.cleaned_data["notes"],
+            )
+        except ValidationError as exc:
+            for errs in exc.message_dict.values():
+                form.add_error("text", errs)
+        else:
+            if saved.pk == active.pk:
+                messages.info(request, "No change: the prompt is the same as the active version.")
+            else:
+                messages.success(request, f"Saved as prompt v{saved.number}; new runs use it.")
+            return redirect("annotations:judge_prompt", slug=project.slug)
+    return render(
+        request,
+        "annotations/judge/prompt.html",
+        {
+            "project": project,
+            "role": role,
+            "form": form,
+            "versions": versions,
+            "active": active,
+            "shown": shown,
+            "placeholders": PLACEHOLDERS,
+            "nav": "projects",
+        },
+    )

@@ -1,0 +1,84 @@
+"""Labels that arrive with imported traces, stored without the traces app knowing about them.
+
+``MastDataJudgeHook`` is registered with ``traces.importing.service.register_import_hook`` in
+``AnnotationsConfig.ready()``. For every newly imported MAST-Data record that carries a
+``mast_annotation`` (``{"1.1": 0|1|null, ...}``) it stores one submitted Annotation of the
+imported rater "MAST-Data judge" on the project's taxonomy version (MAST v1 when the project has
+none), with one ModeLabel per code: 1 -> present, 0 -> absent, null -> no label for that mode.
+Codes the version does not have are kept in ``source["unmapped"]`` rather than dropped silently.
+
+Rows are written in bulk in ``on_finish`` (still inside the import transaction): the 1,642-record
+file becomes ~1.6k annotations and ~23k labels in a handful of INSERTs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from annotations.models import Annotation, ModeLabel, Rater
+from taxonomy.models import FailureMode
+from taxonomy.services import taxonomy_seed_mast
+
+MAST_DATA_RATER = "MAST-Data judge"
+_STATE_KEY = "annotations.mast_data_judge"
+
+
+def mast_data_rater() -> Rater:
+    rater, _ = Rater.objects.get_or_create(
+        name=MAST_DATA_RATER,
+        defaults={
+            "kind": Rater.Kind.IMPORTED,
+            "description": "Labels shipped with MAST-Data (mast_annotation), produced by the dataset's LLM judge.",
+        },
+    )
+    return rater
+
+
+class MastDataJudgeHook:
+    """Stores MAST-Data's ``mast_annotation`` as the "MAST-Data judge" rater's labels."""
+
+    def on_trace(self, *, batch: Any, trace_id: int, parsed: Any, extra: dict) -> None:
+        labels = extra.get("mast_annotation")
+        if not labels:
+            return
+        batch.state.setdefault(_STATE_KEY, []).append(
+            (trace_id, labels, {"file": extra.get("source_file", ""), "record": extra.get("record_number")})
+        )
+
+    def on_finish(self, *, batch: Any) -> None:
+        pending = batch.state.pop(_STATE_KEY, None)
+        if not pending:
+            return
+        version = batch.project.taxonomy_version or taxonomy_seed_mast()
+        modes = dict(FailureMode.objects.filter(version=version).values_list("code", "id"))
+        rater = mast_data_rater()
+        now = timezone.now()
+        annotations = []
+        for trace_id, labels, source in pending:
+            unmapped = sorted(code for code in labels if code not in modes)
+            if unmapped:
+                source = {**source, "unmapped": {code: labels[code] for code in unmapped}}
+            annotations.append(
+                Annotation(
+                    trace_id=trace_id,
+                    rater=rater,
+                    taxonomy_version=version,
+                    state=Annotation.State.SUBMITTED,
+                    submitted_at=now,
+                    source=source,
+                )
+            )
+        Annotation.objects.bulk_create(annotations, batch_size=1000)
+        rows = [
+            ModeLabel(
+                annotation_id=annotation.pk,
+                mode_id=modes[code],
+                decision=ModeLabel.Decision.PRESENT if value else ModeLabel.Decision.ABSENT,
+            )
+            for annotation, (_trace_id, labels, _source) in zip(annotations, pending, strict=True)
+            for code, value in labels.items()
+            if value is not None and code in modes
+        ]
+        ModeLabel.objects.bulk_create(rows, batch_size=5000)

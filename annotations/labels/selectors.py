@@ -1,0 +1,292 @@
+"""Reads for the annotation workspace: my annotation, its history, open codes, my queue.
+
+Queue rules (documented in the README and the API schema):
+
+* Round work: every trace of a round in state ``open`` or ``review`` where I am a
+  ``RoundAnnotator``, labelled with the round's taxonomy version.
+* Outside rounds: a project's annotators (and managers) may label ANY trace of the project with
+  the project's taxonomy version, except traces that belong to a draft or open round (those are
+  labelled inside the round, blind). So every such trace is in my queue, "to do" until I save.
+* Status of an item: ``todo`` (no annotation of mine yet), ``draft``, ``submitted``.
+* "Next": the first unfinished round item (round order, then trace order), then my drafts
+  outside rounds, then the first outside trace I have not labelled; never the trace I come from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+
+from annotations.labels.visibility import annotations_visible_to
+from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
+from taxonomy.models import FailureMode, TaxonomyVersion
+from traces.models import Membership, Project, Trace
+
+ROUND_QUEUE_STATES = (Round.State.OPEN, Round.State.REVIEW)
+BLIND_ROUND_STATES = (Round.State.DRAFT, Round.State.OPEN)
+STATUS_ORDER = {"draft": 0, "todo": 1, "submitted": 2}
+
+
+# ------------------------------------------------------------------ one annotation
+
+
+def annotation_find(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, round: Round | None = None):
+    """My annotation of this trace (None when I have not saved anything yet)."""
+    return (
+        Annotation.objects.select_related("rater", "taxonomy_version", "round", "trace__project")
+        .filter(trace=trace, rater__user=user, taxonomy_version=taxonomy_version, round=round)
+        .first()
+    )
+
+
+def annotation_snapshot(*, annotation: Annotation) -> dict:
+    """The annotation's full state as plain JSON (the shape of the API and of history rows).
+
+    A service that just wrote the state leaves it on ``annotation.snapshot``: no need to read it back.
+    """
+    cached = getattr(annotation, "snapshot", None)
+    if cached is not None and cached["revision"] == annotation.revision and cached["state"] == annotation.state:
+        return cached
+    labels = (
+        annotation.labels.select_related("mode")
+        .order_by("mode__order", "mode__code")
+        .values_list("mode__code", "decision", "evidence", "rationale")
+    )
+    return {
+        "revision": annotation.revision,
+        "state": annotation.state,
+        "task_success": annotation.task_success,
+        "notes": annotation.notes,
+        "open_codes": sorted(annotation.open_codes.values_list("name", flat=True)),
+        "labels": [
+            {"code": code, "decision": decision, "evidence": evidence, "rationale": rationale}
+            for code, decision, evidence, rationale in labels
+        ],
+    }
+
+
+def annotation_empty_snapshot() -> dict:
+    return {"revision": 0, "state": "draft", "task_success": "unknown", "notes": "", "open_codes": [], "labels": []}
+
+
+def annotation_history(*, annotation: Annotation) -> QuerySet[AnnotationEvent]:
+    return annotation.events.select_related("by").order_by("revision", "id")
+
+
+def version_modes(*, version: TaxonomyVersion) -> list[FailureMode]:
+    """The version's modes in display order, with their category."""
+    return list(
+        FailureMode.objects.filter(version=version)
+        .select_related("category")
+        .order_by("category__order", "category__code", "order", "code")
+    )
+
+
+def trace_annotations_visible(*, user, project: Project, trace: Trace) -> QuerySet[Annotation]:
+    """Other raters' annotations of the trace that the blind rule lets this user see."""
+    qs = Annotation.objects.filter(trace=trace)
+    return (
+        annotations_visible_to(user=user, project=project, qs=qs)
+        .exclude(rater__user_id=user.pk)
+        .select_related("rater", "taxonomy_version__taxonomy", "round")
+        .prefetch_related(Prefetch("labels", queryset=ModeLabel.objects.select_related("mode")))
+        .order_by("rater__kind", "rater__name", "id")
+    )
+
+
+# ------------------------------------------------------------------ open codes
+
+
+def open_code_list(*, project: Project, q: str = "") -> QuerySet[OpenCode]:
+    """The project's open codes with how many annotations use them, most used first."""
+    qs = OpenCode.objects.filter(project=project)
+    if q:
+        qs = qs.filter(name__icontains=q.strip())
+    return qs.annotate(n_uses=Count("annotations", distinct=True)).order_by("-n_uses", "name")
+
+
+# ------------------------------------------------------------------ queue
+
+
+def _annotating_projects(*, user, project: Project | None) -> QuerySet[Project]:
+    qs = Project.objects.filter(taxonomy_version__isnull=False)
+    if not user.is_superuser:
+        qs = qs.filter(
+            memberships__user=user, memberships__role__in=[Membership.Role.ANNOTATOR, Membership.Role.MANAGER]
+        )
+    if project is not None:
+        qs = qs.filter(pk=project.pk)
+    return qs
+
+
+def _status_expr(state_subquery) -> Coalesce:
+    return Coalesce(state_subquery, Value("todo"), output_field=CharField())
+
+
+def _status_rank():
+    return Case(
+        *[When(status=key, then=Value(rank)) for key, rank in STATUS_ORDER.items()],
+        output_field=IntegerField(),
+    )
+
+
+def queue_round_items(*, user, project: Project | None = None, status: str = "") -> QuerySet[RoundTrace]:
+    """Round assignments (open or in review) with my status, round order then trace order."""
+    mine = Annotation.objects.filter(
+        trace_id=OuterRef("trace_id"),
+        round_id=OuterRef("round_id"),
+        rater__user=user,
+        taxonomy_version_id=OuterRef("round__taxonomy_version_id"),
+    ).values("state")[:1]
+    qs = RoundTrace.objects.filter(round__state__in=ROUND_QUEUE_STATES, round__round_annotators__user=user)
+    if project is not None:
+        qs = qs.filter(round__project=project)
+    qs = (
+        qs.select_related("round__project")
+        .only(
+            "id",
+            "order",
+            "trace_id",
+            "round__id",
+            "round__name",
+            "round__state",
+            "round__project__slug",
+            "round__project__name",
+            "trace__id",
+            "trace__title",
+            "trace__external_id",
+            "trace__mas_name",
+            "trace__n_steps",
+        )
+        .select_related("trace")
+        .annotate(status=_status_expr(Subquery(mine)))
+    )
+    if status:
+        qs = qs.filter(status=status)
+    return qs.order_by("round__created_at", "round_id", "order", "trace_id")
+
+
+def queue_trace_items(*, user, project: Project | None = None, status: str = "") -> QuerySet[Trace]:
+    """Traces I may label outside rounds, with my status: drafts first, then to do, then done."""
+    mine = Annotation.objects.filter(
+        trace_id=OuterRef("pk"),
+        round__isnull=True,
+        rater__user=user,
+        taxonomy_version_id=OuterRef("project__taxonomy_version_id"),
+    ).values("state")[:1]
+    blind = RoundTrace.objects.filter(round__state__in=BLIND_ROUND_STATES).values("trace_id")
+    qs = (
+        Trace.objects.filter(project__in=_annotating_projects(user=user, project=project))
+        .exclude(pk__in=blind)
+        .select_related("project")
+        .only(
+            "id",
+            "title",
+            "external_id",
+            "mas_name",
+            "n_steps",
+            "project__id",
+            "project__slug",
+            "project__name",
+        )
+        .annotate(status=_status_expr(Subquery(mine)))
+    )
+    if status:
+        qs = qs.filter(status=status)
+    return qs.annotate(status_rank=_status_rank()).order_by("status_rank", "project_id", "id")
+
+
+@dataclass
+class QueueCounts:
+    total: int = 0
+    todo: int = 0
+    draft: int = 0
+    submitted: int = 0
+
+    @property
+    def percent_done(self) -> int:
+        return int(100 * self.submitted / self.total) if self.total else 0
+
+
+def _count(qs) -> QueueCounts:
+    row = qs.aggregate(
+        total=Count("pk"),
+        draft=Count("pk", filter=Q(status="draft")),
+        submitted=Count("pk", filter=Q(status="submitted")),
+    )
+    return QueueCounts(
+        total=row["total"],
+        draft=row["draft"],
+        submitted=row["submitted"],
+        todo=row["total"] - row["draft"] - row["submitted"],
+    )
+
+
+def queue_counts(*, user, project: Project | None = None) -> dict[str, QueueCounts]:
+    """Progress counts: {"rounds": ..., "traces": ...} (two queries)."""
+    return {
+        "rounds": _count(queue_round_items(user=user, project=project).order_by()),
+        "traces": _count(queue_trace_items(user=user, project=project).order_by()),
+    }
+
+
+@dataclass
+class QueueTarget:
+    project_slug: str
+    trace_id: int
+    round_id: int | None
+
+
+def queue_next(
+    *, user, project: Project | None = None, after_trace_id: int | None = None, after_round_id: int | None = None
+) -> QueueTarget | None:
+    """Where "submit and next" goes: unfinished round work, then my drafts, then unlabelled traces."""
+    rounds = queue_round_items(user=user, project=project).exclude(status="submitted")
+    if after_trace_id is not None:
+        rounds = rounds.exclude(trace_id=after_trace_id, round_id=after_round_id)
+    item = rounds.first()
+    if item is not None:
+        return QueueTarget(item.round.project.slug, item.trace_id, item.round_id)
+    traces = queue_trace_items(user=user, project=project).exclude(status="submitted")
+    if after_trace_id is not None and after_round_id is None:
+        # Prefer the traces after the current one, so "next" walks forward through the project.
+        later = traces.filter(status="todo", pk__gt=after_trace_id).exclude(pk=after_trace_id)
+        draft = traces.filter(status="draft").exclude(pk=after_trace_id).first()
+        trace = draft or later.first() or traces.exclude(pk=after_trace_id).first()
+    else:
+        trace = traces.first()
+    if trace is None:
+        return None
+    return QueueTarget(trace.project.slug, trace.pk, None)
+
+
+def round_for_annotator(*, user, project: Project, round_id: int) -> Round | None:
+    """The round (of this project) the user annotates in, or None."""
+    return (
+        Round.objects.select_related("taxonomy_version")
+        .filter(project=project, pk=round_id, round_annotators__user=user)
+        .first()
+    )
+
+
+def round_of_trace_for_annotator(*, user, trace: Trace) -> Round | None:
+    """An open or in-review round holding the trace where the user annotates (the oldest)."""
+    return (
+        Round.objects.filter(round_traces__trace=trace, state__in=ROUND_QUEUE_STATES, round_annotators__user=user)
+        .order_by("created_at", "id")
+        .first()
+    )

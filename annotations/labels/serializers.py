@@ -1,0 +1,152 @@
+"""Input/output shapes of the workspace API. Business rules live in annotations.labels.services:
+these serializers only check the JSON shape so the service can name the exact field it refuses."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class EvidenceField(serializers.JSONField):
+    """``{"step": <step index>}`` or ``{"lines": [first, last]}`` (1-based, inclusive)."""
+
+
+class LabelIn(serializers.Serializer):
+    code = serializers.CharField(help_text="Mode code of the annotation's taxonomy version, e.g. 1.3.")
+    decision = serializers.CharField(help_text="present | absent | unsure (unsure only in drafts).")
+    evidence = serializers.ListField(child=EvidenceField(), required=False, default=list)
+    rationale = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+
+
+class AnnotationIn(serializers.Serializer):
+    revision = serializers.IntegerField(min_value=0, help_text="The revision this state was based on (0 if new).")
+    labels = LabelIn(many=True, help_text="The whole state: modes not listed are undecided.")
+    task_success = serializers.CharField(required=False, default="unknown", help_text="yes | no | unknown")
+    notes = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
+    open_codes = serializers.ListField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False, default=list
+    )
+
+
+class SubmitIn(serializers.Serializer):
+    revision = serializers.IntegerField(min_value=0)
+
+
+class LabelOut(serializers.Serializer):
+    code = serializers.CharField()
+    decision = serializers.CharField()
+    evidence = serializers.ListField(child=EvidenceField())
+    rationale = serializers.CharField()
+
+
+class AnnotationOut(serializers.Serializer):
+    """My annotation (id null and revision 0 before the first save)."""
+
+    id = serializers.IntegerField(allow_null=True)
+    trace = serializers.IntegerField()
+    round = serializers.IntegerField(allow_null=True)
+    taxonomy_version = serializers.IntegerField()
+    revision = serializers.IntegerField()
+    state = serializers.CharField()
+    task_success = serializers.CharField()
+    notes = serializers.CharField()
+    open_codes = serializers.ListField(child=serializers.CharField())
+    labels = LabelOut(many=True)
+    submitted_at = serializers.DateTimeField(allow_null=True)
+
+
+class FieldError(serializers.Serializer):
+    field = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorOut(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = FieldError(many=True, required=False)
+
+
+class ConflictOut(serializers.Serializer):
+    detail = serializers.CharField()
+    current = AnnotationOut()
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class _Any(serializers.JSONField):
+    pass
+
+
+class EventOut(serializers.Serializer):
+    revision = serializers.IntegerField()
+    action = serializers.CharField()
+    at = serializers.DateTimeField()
+    by = serializers.CharField(source="by.username", allow_null=True, default=None)
+    before = _Any()
+    after = _Any()
+
+
+class OpenCodeOut(serializers.Serializer):
+    name = serializers.CharField()
+    n_uses = serializers.IntegerField()
+
+
+class QueueItemOut(serializers.Serializer):
+    project = serializers.CharField(help_text="Project slug.")
+    project_name = serializers.CharField()
+    trace = serializers.IntegerField()
+    trace_title = serializers.CharField()
+    round = serializers.IntegerField(allow_null=True)
+    round_name = serializers.CharField(allow_null=True)
+    status = serializers.CharField(help_text="todo | draft | submitted")
+    url = serializers.CharField(help_text="The labelling screen.")
+
+    def to_representation(self, item):
+        from traces.models import Trace
+
+        if isinstance(item, Trace):
+            project, trace, rnd = item.project, item, None
+        else:  # RoundTrace
+            project, trace, rnd = item.round.project, item.trace, item.round
+        url = reverse("annotations:workspace", kwargs={"slug": project.slug, "pk": trace.pk})
+        return {
+            "project": project.slug,
+            "project_name": project.name,
+            "trace": trace.pk,
+            "trace_title": trace.display_name,
+            "round": rnd.pk if rnd else None,
+            "round_name": rnd.name if rnd else None,
+            "status": item.status,
+            "url": f"{url}?round={rnd.pk}" if rnd else url,
+        }
+
+
+class RaterOut(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.CharField()
+
+
+class VisibleAnnotationOut(serializers.Serializer):
+    """Another rater's annotation that the blind rule lets the caller see."""
+
+    id = serializers.IntegerField()
+    rater = RaterOut()
+    round = serializers.IntegerField(source="round_id", allow_null=True)
+    taxonomy_version = serializers.IntegerField(source="taxonomy_version_id")
+    state = serializers.CharField()
+    task_success = serializers.CharField()
+    is_suggestion = serializers.SerializerMethodField(help_text="A non-human rater's labels outside rounds.")
+    labels = serializers.SerializerMethodField()
+    updated_at = serializers.DateTimeField()
+
+    def get_is_suggestion(self, obj) -> bool:
+        return obj.round_id is None and obj.rater.kind != "human"
+
+    @extend_schema_field(LabelOut(many=True))
+    def get_labels(self, obj):
+        rows = sorted(obj.labels.all(), key=lambda lab: (lab.mode.order, lab.mode.code))
+        return [
+            {"code": lab.mode.code, "decision": lab.decision, "evidence": lab.evidence, "rationale": lab.rationale}
+            for lab in rows
+        ]

@@ -1,0 +1,567 @@
+"""Writes on annotations: get-or-create my annotation, save it (optimistic concurrency), submit it.
+
+Rules (the API and the screen only call these):
+
+* A save sends the WHOLE state (every label I gave, task success, notes, open codes) with the
+  revision it was based on. Modes not listed are undecided.
+* Same content as stored -> nothing changes (no revision bump, no history row), even when the
+  base revision is stale: a retried request whose first attempt got through is harmless.
+* Different content on a stale base revision -> ``AnnotationConflict`` carrying the stored state
+  (HTTP 409). The row is locked (``SELECT ... FOR UPDATE``) for the compare-and-write, so two
+  concurrent saves on the same base cannot both win.
+* Decisions: present / absent / unsure. "Unsure" is a draft-only state: submitting needs a
+  present or absent decision for EVERY mode of the version (agreement statistics need a full
+  matrix). Saving an incomplete state over a submitted annotation reopens it as a draft (history
+  action "reopen") so the queue shows it as in progress again.
+* Evidence: ``{"step": <step index>}`` of an existing step of the trace, or
+  ``{"lines": [first, last]}`` inside the trace (1-based, inclusive).
+* Limits: rationale 2,000 characters, notes 10,000, open code 80, at most 50 open codes and 50
+  evidence items per mode.
+* Only the author edits an annotation, while they may still annotate in the project, and only
+  while its round (if any) is open or in review.
+* Every accepted change writes an ``AnnotationEvent`` with the state before and after. A refused
+  request changes nothing (everything happens in one transaction, validation first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotations.labels.selectors import annotation_snapshot
+from annotations.models import (
+    Annotation,
+    AnnotationEvent,
+    ModeLabel,
+    OpenCode,
+    Rater,
+    Round,
+    RoundAnnotator,
+    RoundTrace,
+)
+from taxonomy.models import FailureMode, TaxonomyVersion
+from traces.models import Step, Trace
+from traces.projects.selectors import user_can
+
+MAX_RATIONALE = 2_000
+MAX_NOTES = 10_000
+MAX_OPEN_CODE = 80
+MAX_OPEN_CODES = 50
+MAX_EVIDENCE = 50
+DECISIONS = ("present", "absent", "unsure")
+FINAL_DECISIONS = ("present", "absent")
+EDITABLE_ROUND_STATES = (Round.State.OPEN, Round.State.REVIEW)
+BLIND_ROUND_STATES = (Round.State.DRAFT, Round.State.OPEN)
+
+
+class AnnotationError(Exception):
+    """A refused request. ``status`` is the HTTP status the API answers with."""
+
+    status = 400
+
+    def __init__(self, message: str, *, errors: list[dict[str, str]] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.errors = errors or []
+
+
+class AnnotationInvalid(AnnotationError):
+    status = 400
+
+
+class AnnotationForbidden(AnnotationError):
+    status = 403
+
+
+class AnnotationLocked(AnnotationError):
+    """The annotation's round is closed (or not open yet): no more edits."""
+
+    status = 403
+
+
+class AnnotationConflict(AnnotationError):
+    """The save was based on an old revision; ``current`` is the stored state."""
+
+    status = 409
+
+    def __init__(self, message: str, *, current: dict[str, Any]):
+        super().__init__(message)
+        self.current = current
+
+
+# ------------------------------------------------------------------ raters and annotations
+
+
+def rater_for_user(*, user) -> Rater:
+    """The human rater of a user, created on first use (name = username)."""
+    rater = Rater.objects.filter(user=user).first()
+    if rater is not None:
+        return rater
+    name = user.get_username()
+    if Rater.objects.filter(name=name).exclude(user=user).exists():
+        name = f"{name} (user {user.pk})"  # a non-human rater already has this name
+    try:
+        with transaction.atomic():
+            return Rater.objects.create(kind=Rater.Kind.HUMAN, name=name, user=user)
+    except IntegrityError:  # created concurrently by another request of the same user
+        return Rater.objects.get(user=user)
+
+
+def _round_refusal(round: Round) -> str | None:
+    if round.state == Round.State.CLOSED:
+        return f"Round {round.name!r} is closed: its annotations can no longer be changed."
+    if round.state == Round.State.DRAFT:
+        return f"Round {round.name!r} is not open yet."
+    return None
+
+
+def annotation_get_or_create(
+    *, trace: Trace, user, taxonomy_version: TaxonomyVersion, round: Round | None = None
+) -> Annotation:
+    """My annotation of the trace (for this version and round), created empty if missing."""
+    return _get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round, lock=False)
+
+
+def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, round: Round | None, lock: bool):
+    if not user_can(user=user, project=trace.project, capability="annotate"):
+        raise AnnotationForbidden("Your role in this project does not allow labelling.")
+    if round is not None:
+        if round.project_id != trace.project_id or not RoundTrace.objects.filter(round=round, trace=trace).exists():
+            raise AnnotationInvalid(f"Trace {trace.pk} is not part of round {round.name!r}.")
+        if not RoundAnnotator.objects.filter(round=round, user=user).exists():
+            raise AnnotationForbidden(f"You are not an annotator of round {round.name!r}.")
+        if round.taxonomy_version_id != taxonomy_version.pk:
+            raise AnnotationInvalid(f"Round {round.name!r} uses {round.taxonomy_version}, not {taxonomy_version}.")
+        refusal = _round_refusal(round)
+        if refusal:
+            raise AnnotationLocked(refusal)
+    qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects.all()
+    # One query on the hot path (an autosave): the rater comes with the annotation.
+    annotation = (
+        qs.select_related("rater")
+        .filter(trace=trace, rater__user=user, taxonomy_version=taxonomy_version, round=round)
+        .first()
+    )
+    rater = annotation.rater if annotation is not None else rater_for_user(user=user)
+    keys = {"trace": trace, "rater": rater, "taxonomy_version": taxonomy_version, "round": round}
+    if annotation is None and round is None:
+        # A trace in a draft or open round is labelled inside that round (blind), not beside it.
+        blind = Round.objects.filter(round_traces__trace=trace, state__in=BLIND_ROUND_STATES).first()
+        if blind is not None:
+            raise AnnotationLocked(
+                f"Trace {trace.pk} is in round {blind.name!r} ({blind.state}): it is labelled inside that round "
+                "while the round is blind."
+            )
+    if annotation is None:
+        try:
+            with transaction.atomic():
+                annotation = Annotation.objects.create(**keys)
+        except IntegrityError:  # the same user opened the trace twice at once
+            annotation = qs.get(**keys)
+    # The caller's objects, so that later checks need no query.
+    annotation.trace, annotation.rater, annotation.taxonomy_version = trace, rater, taxonomy_version
+    if round is not None:
+        annotation.round = round
+    return annotation
+
+
+# ------------------------------------------------------------------ validation
+
+# Published taxonomy versions are frozen (database triggers), so their modes can be cached.
+_MODE_CACHE: dict[int, dict[str, tuple[int, tuple]]] = {}
+
+
+def _version_modes(version: TaxonomyVersion) -> dict[str, tuple[int, tuple]]:
+    """{code: (mode id, sort key)} for a version."""
+    cached = _MODE_CACHE.get(version.pk)
+    if cached is not None:
+        return cached
+    rows = FailureMode.objects.filter(version=version).values_list(
+        "id", "code", "order", "category__order", "category__code"
+    )
+    modes = {code: (pk, (cat_order, cat_code, order, code)) for pk, code, order, cat_order, cat_code in rows}
+    if version.is_published:
+        _MODE_CACHE[version.pk] = modes
+    return modes
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _clean_evidence(items: Any, where: str, trace: Trace, errors: list, wanted_steps: dict[int, str]) -> list[dict]:
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        errors.append({"field": where, "message": "evidence must be a list of {step} or {lines} items."})
+        return []
+    if len(items) > MAX_EVIDENCE:
+        errors.append({"field": where, "message": f"at most {MAX_EVIDENCE} evidence items per mode, got {len(items)}."})
+        return []
+    clean: list[dict] = []
+    for j, item in enumerate(items):
+        here = f"{where}[{j}]"
+        if isinstance(item, dict) and set(item) == {"step"} and _is_int(item["step"]):
+            value = {"step": item["step"]}
+            wanted_steps.setdefault(item["step"], here)
+        elif (
+            isinstance(item, dict)
+            and set(item) == {"lines"}
+            and isinstance(item["lines"], list)
+            and len(item["lines"]) == 2
+            and all(_is_int(n) for n in item["lines"])
+        ):
+            first, last = item["lines"]
+            if not 1 <= first <= last <= trace.n_lines:
+                errors.append(
+                    {
+                        "field": here,
+                        "message": f"lines {first}-{last} are outside the trace (lines 1-{trace.n_lines}).",
+                    }
+                )
+                continue
+            value = {"lines": [first, last]}
+        else:
+            errors.append({"field": here, "message": 'evidence must be {"step": <index>} or {"lines": [first, last]}.'})
+            continue
+        if value not in clean:
+            clean.append(value)
+    return clean
+
+
+def _clean_text(value: Any, where: str, limit: int, errors: list) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        errors.append({"field": where, "message": "must be text."})
+        return ""
+    if len(value) > limit:
+        errors.append({"field": where, "message": f"is {len(value):,} characters long; the limit is {limit:,}."})
+    return value
+
+
+def _clean_content(
+    *,
+    annotation: Annotation,
+    labels: Any,
+    task_success: Any,
+    notes: Any,
+    open_codes: Any,
+    known_steps: frozenset[int] = frozenset(),
+) -> dict[str, Any]:
+    """Validate a whole annotation state; return it normalised (labels in mode order).
+
+    ``known_steps``: step indexes already stored as evidence of this annotation (checked when they
+    were saved; steps of an imported trace never change), so an autosave re-checks only new ones.
+    """
+    errors: list[dict[str, str]] = []
+    version = annotation.taxonomy_version
+    modes = _version_modes(version)
+    trace = annotation.trace
+    if not isinstance(labels, list):
+        errors.append({"field": "labels", "message": "must be a list."})
+        labels = []
+    seen: set[str] = set()
+    wanted_steps: dict[int, str] = {}
+    clean_labels = []
+    for i, label in enumerate(labels):
+        where = f"labels[{i}]"
+        if not isinstance(label, dict):
+            errors.append({"field": where, "message": "must be an object {code, decision, evidence, rationale}."})
+            continue
+        code = label.get("code")
+        if not isinstance(code, str) or code not in modes:
+            other = (
+                FailureMode.objects.filter(code=code).exclude(version=version).select_related("version__taxonomy")
+                if isinstance(code, str)
+                else None
+            )
+            hint = f" (it is a mode of {other[0].version.label})" if other else ""
+            errors.append(
+                {
+                    "field": f"{where}.code",
+                    "message": f"unknown mode code {code!r} for {version.label}{hint}; "
+                    f"known codes: {', '.join(sorted(modes, key=lambda c: modes[c][1]))}.",
+                }
+            )
+            continue
+        if code in seen:
+            errors.append({"field": f"{where}.code", "message": f"mode {code} is listed twice."})
+            continue
+        seen.add(code)
+        decision = label.get("decision")
+        if decision not in DECISIONS:
+            errors.append(
+                {
+                    "field": f"{where}.decision",
+                    "message": f"mode {code}: decision must be one of {', '.join(DECISIONS)}, got {decision!r}.",
+                }
+            )
+            continue
+        evidence = _clean_evidence(label.get("evidence"), f"{where}.evidence", trace, errors, wanted_steps)
+        rationale = _clean_text(label.get("rationale"), f"{where}.rationale", MAX_RATIONALE, errors)
+        clean_labels.append({"code": code, "decision": decision, "evidence": evidence, "rationale": rationale})
+    for index in known_steps:
+        wanted_steps.pop(index, None)
+    if wanted_steps:
+        found = set(
+            Step.objects.filter(trace_id=trace.pk, index__in=list(wanted_steps)).values_list("index", flat=True)
+        )
+        for index, where in wanted_steps.items():
+            if index not in found:
+                errors.append(
+                    {
+                        "field": where,
+                        "message": f"step {index} does not exist in this trace (it has {trace.n_steps} steps).",
+                    }
+                )
+    if task_success is None:
+        task_success = Annotation.TaskSuccess.UNKNOWN
+    if task_success not in Annotation.TaskSuccess.values:
+        errors.append({"field": "task_success", "message": f"must be yes, no or unknown, got {task_success!r}."})
+    notes = _clean_text(notes, "notes", MAX_NOTES, errors)
+    codes: list[str] = []
+    if open_codes is None:
+        open_codes = []
+    if not isinstance(open_codes, list):
+        errors.append({"field": "open_codes", "message": "must be a list of short texts."})
+        open_codes = []
+    if len(open_codes) > MAX_OPEN_CODES:
+        errors.append({"field": "open_codes", "message": f"at most {MAX_OPEN_CODES} codes, got {len(open_codes)}."})
+    for i, raw in enumerate(open_codes):
+        if not isinstance(raw, str) or not raw.strip():
+            errors.append({"field": f"open_codes[{i}]", "message": "an open code is a non-empty text."})
+            continue
+        name = " ".join(raw.split())
+        if len(name) > MAX_OPEN_CODE:
+            errors.append(
+                {
+                    "field": f"open_codes[{i}]",
+                    "message": f"{name[:20]!r}... is {len(name)} characters; the limit is {MAX_OPEN_CODE}.",
+                }
+            )
+            continue
+        if name not in codes:
+            codes.append(name)
+    if errors:
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise AnnotationInvalid(f"{first['field']}: {first['message']}{more}", errors=errors)
+    clean_labels.sort(key=lambda lab: modes[lab["code"]][1])
+    return {"task_success": task_success, "notes": notes, "open_codes": sorted(codes), "labels": clean_labels}
+
+
+def _content(snapshot: dict[str, Any]) -> dict[str, Any]:
+    return {key: snapshot[key] for key in ("task_success", "notes", "open_codes", "labels")}
+
+
+def _missing_decisions(*, annotation: Annotation, labels: list[dict]) -> list[str]:
+    modes = _version_modes(annotation.taxonomy_version)
+    decided = {lab["code"] for lab in labels if lab["decision"] in FINAL_DECISIONS}
+    return [code for code in sorted(modes, key=lambda c: modes[c][1]) if code not in decided]
+
+
+def _ensure_author(*, annotation: Annotation, by) -> None:
+    if annotation.rater.user_id != by.pk:
+        raise AnnotationForbidden("This annotation belongs to another rater; you can only edit your own.")
+    if not user_can(user=by, project=annotation.trace.project, capability="annotate"):
+        raise AnnotationForbidden("Your role in this project does not allow labelling.")
+
+
+def _ensure_round_editable(*, annotation: Annotation) -> None:
+    if annotation.round_id is None:
+        return
+    round = Round.objects.only("id", "name", "state").get(pk=annotation.round_id)
+    refusal = _round_refusal(round)
+    if refusal:
+        raise AnnotationLocked(refusal)
+
+
+def _lock(annotation: Annotation) -> Annotation:
+    current = Annotation.objects.select_for_update(of=("self",)).get(pk=annotation.pk)
+    # Keep the related rows already loaded on the caller's instance (trace, version, rater).
+    for name in ("trace", "taxonomy_version", "rater"):
+        if name in annotation._state.fields_cache:
+            setattr(current, name, getattr(annotation, name))
+    return current
+
+
+# ------------------------------------------------------------------ save and submit
+
+
+def annotation_save(
+    *,
+    annotation: Annotation,
+    by,
+    base_revision: int,
+    labels: list[dict[str, Any]],
+    task_success: str = Annotation.TaskSuccess.UNKNOWN,
+    notes: str = "",
+    open_codes: list[str] | None = None,
+) -> Annotation:
+    """Replace the annotation's state with the given one (see the module docstring for the rules)."""
+    _ensure_author(annotation=annotation, by=by)
+    content = _clean_content(
+        annotation=annotation, labels=labels, task_success=task_success, notes=notes, open_codes=open_codes
+    )
+    with transaction.atomic():
+        return _apply(current=_lock(annotation), by=by, base_revision=base_revision, content=content)
+
+
+def _apply(
+    *, current: Annotation, by, base_revision: int, content: dict[str, Any], before: dict | None = None
+) -> Annotation:
+    """Compare-and-write on a row locked by the caller's transaction (``before``: its state, if read)."""
+    _ensure_round_editable(annotation=current)
+    if before is None:
+        before = annotation_snapshot(annotation=current)
+    if _content(before) == content:
+        current.snapshot = before
+        return current
+    if current.revision != base_revision:
+        raise AnnotationConflict(
+            f"This annotation changed since revision {base_revision} (now at revision {current.revision}); "
+            "reload it before saving.",
+            current=before,
+        )
+    _write_labels(annotation=current, old=before["labels"], new=content["labels"])
+    if before["open_codes"] != content["open_codes"]:
+        codes = _open_codes_get_or_create(project_id=current.trace.project_id, names=content["open_codes"])
+        current.open_codes.set(codes)
+    action = AnnotationEvent.Action.SAVE
+    update = ["task_success", "notes", "revision", "updated_at"]
+    if current.state == Annotation.State.SUBMITTED and _missing_decisions(annotation=current, labels=content["labels"]):
+        current.state = Annotation.State.DRAFT
+        current.submitted_at = None
+        update += ["state", "submitted_at"]
+        action = AnnotationEvent.Action.REOPEN
+    current.task_success = content["task_success"]
+    current.notes = content["notes"]
+    current.revision += 1
+    current.save(update_fields=update)
+    after = {"revision": current.revision, "state": current.state, **content}
+    AnnotationEvent.objects.create(
+        annotation=current, by=by, action=action, revision=current.revision, before=before, after=after
+    )
+    current.snapshot = after
+    return current
+
+
+def _write_labels(*, annotation: Annotation, old: list[dict], new: list[dict]) -> None:
+    modes = _version_modes(annotation.taxonomy_version)
+    old_by_code = {lab["code"]: lab for lab in old}
+    new_by_code = {lab["code"]: lab for lab in new}
+    gone = [modes[code][0] for code in old_by_code if code not in new_by_code]
+    if gone:
+        ModeLabel.objects.filter(annotation=annotation, mode_id__in=gone).delete()
+    changed = [lab for code, lab in new_by_code.items() if code in old_by_code and old_by_code[code] != lab]
+    if changed:
+        rows = {
+            row.mode_id: row
+            for row in ModeLabel.objects.filter(
+                annotation=annotation, mode_id__in=[modes[lab["code"]][0] for lab in changed]
+            )
+        }
+        for lab in changed:
+            row = rows[modes[lab["code"]][0]]
+            row.decision, row.evidence, row.rationale = lab["decision"], lab["evidence"], lab["rationale"]
+        ModeLabel.objects.bulk_update(list(rows.values()), ["decision", "evidence", "rationale"])
+    added = [lab for code, lab in new_by_code.items() if code not in old_by_code]
+    if added:
+        ModeLabel.objects.bulk_create(
+            [
+                ModeLabel(
+                    annotation=annotation,
+                    mode_id=modes[lab["code"]][0],
+                    decision=lab["decision"],
+                    evidence=lab["evidence"],
+                    rationale=lab["rationale"],
+                )
+                for lab in added
+            ]
+        )
+
+
+def _open_codes_get_or_create(*, project_id: int, names: list[str]) -> list[OpenCode]:
+    if not names:
+        return []
+    existing = {c.name: c for c in OpenCode.objects.filter(project_id=project_id, name__in=names)}
+    missing = [name for name in names if name not in existing]
+    if missing:
+        OpenCode.objects.bulk_create(
+            [OpenCode(project_id=project_id, name=name) for name in missing], ignore_conflicts=True
+        )
+        existing = {c.name: c for c in OpenCode.objects.filter(project_id=project_id, name__in=names)}
+    return [existing[name] for name in names]
+
+
+def annotation_submit(*, annotation: Annotation, by, base_revision: int) -> Annotation:
+    """Mark the annotation submitted. Submitting a submitted annotation changes nothing."""
+    _ensure_author(annotation=annotation, by=by)
+    with transaction.atomic():
+        current = _lock(annotation)
+        _ensure_round_editable(annotation=current)
+        if current.state == Annotation.State.SUBMITTED:
+            return current
+        before = annotation_snapshot(annotation=current)
+        if current.revision != base_revision:
+            raise AnnotationConflict(
+                f"This annotation changed since revision {base_revision} (now at revision {current.revision}); "
+                "reload it before submitting.",
+                current=before,
+            )
+        missing = _missing_decisions(annotation=current, labels=before["labels"])
+        if missing:
+            raise AnnotationInvalid(
+                f"Submitting needs a present/absent decision for every mode; still undecided or unsure: "
+                f"{', '.join(missing)}.",
+                errors=[
+                    {"field": "labels", "message": f"mode {code} has no present/absent decision."} for code in missing
+                ],
+            )
+        current.state = Annotation.State.SUBMITTED
+        current.submitted_at = timezone.now()
+        current.revision += 1
+        current.save(update_fields=["state", "submitted_at", "revision", "updated_at"])
+        after = {**before, "revision": current.revision, "state": current.state}
+        AnnotationEvent.objects.create(
+            annotation=current,
+            by=by,
+            action=AnnotationEvent.Action.SUBMIT,
+            revision=current.revision,
+            before=before,
+            after=after,
+        )
+    current.snapshot = after
+    return current
+
+
+def annotation_upsert(
+    *,
+    trace: Trace,
+    user,
+    taxonomy_version: TaxonomyVersion,
+    round: Round | None = None,
+    base_revision: int,
+    labels: list[dict[str, Any]],
+    task_success: str = Annotation.TaskSuccess.UNKNOWN,
+    notes: str = "",
+    open_codes: list[str] | None = None,
+) -> Annotation:
+    """Save MY annotation of the trace, creating it on the first save; a refusal stores nothing at all."""
+    with transaction.atomic():
+        current = _get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round, lock=True)
+        _ensure_author(annotation=current, by=user)
+        before = annotation_snapshot(annotation=current)
+        known = frozenset(ev["step"] for lab in before["labels"] for ev in lab["evidence"] if "step" in ev)
+        content = _clean_content(
+            annotation=current,
+            labels=labels,
+            task_success=task_success,
+            notes=notes,
+            open_codes=open_codes,
+            known_steps=known,
+        )
+        return _apply(current=current, by=user, base_revision=base_revision, content=content, before=before)

@@ -1,0 +1,163 @@
+"""HTML pages of the annotation workspace: my queue, the labelling screen, "submit and next"."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from annotations.labels.selectors import (
+    annotation_empty_snapshot,
+    annotation_find,
+    annotation_snapshot,
+    open_code_list,
+    queue_counts,
+    queue_next,
+    queue_round_items,
+    queue_trace_items,
+    round_for_annotator,
+    round_of_trace_for_annotator,
+    trace_annotations_visible,
+    version_modes,
+)
+from annotations.labels.services import MAX_NOTES, MAX_OPEN_CODE, MAX_OPEN_CODES, MAX_RATIONALE
+from traces.projects.selectors import project_get_for_user, user_can
+from traces.viewer.selectors import trace_get, trace_viewer_context
+
+STATUSES = [("", "All"), ("todo", "To do"), ("draft", "In progress"), ("submitted", "Done")]
+
+
+def _queue_page(request, *, project=None, role=None):
+    status = request.GET.get("status", "")
+    if status not in dict(STATUSES):
+        status = ""
+    rounds = list(queue_round_items(user=request.user, project=project, status=status))
+    traces = Paginator(queue_trace_items(user=request.user, project=project, status=status), 50).get_page(
+        request.GET.get("page")
+    )
+    context = {
+        "nav": "queue",
+        "project": project,
+        "role": role,
+        "tab": "queue",
+        "status": status,
+        "statuses": STATUSES,
+        "counts": queue_counts(user=request.user, project=project),
+        "round_items": rounds,
+        "trace_page": traces,
+        "next": queue_next(user=request.user, project=project),
+    }
+    return render(request, "annotations/labels/queue.html", context)
+
+
+@login_required
+def queue(request):
+    return _queue_page(request)
+
+
+@login_required
+def project_queue(request, slug):
+    project, role = project_get_for_user(user=request.user, slug=slug, capability="annotate")
+    return _queue_page(request, project=project, role=role)
+
+
+def _workspace_url(slug: str, trace_id: int, round_id: int | None) -> str:
+    url = reverse("annotations:workspace", kwargs={"slug": slug, "pk": trace_id})
+    return f"{url}?round={round_id}" if round_id else url
+
+
+@login_required
+def queue_next_page(request):
+    """Redirect to the next item of my queue (after ?after=<trace>&round=<id>, within ?project=)."""
+    project = None
+    if request.GET.get("project"):
+        project, _ = project_get_for_user(user=request.user, slug=request.GET["project"], capability="annotate")
+    after = request.GET.get("after", "")
+    after_round = request.GET.get("round", "")
+    target = queue_next(
+        user=request.user,
+        project=project,
+        after_trace_id=int(after) if after.isdigit() else None,
+        after_round_id=int(after_round) if after_round.isdigit() else None,
+    )
+    if target is None:
+        messages.success(request, "Your queue is empty: everything is submitted.")
+        return redirect("annotations:queue")
+    return redirect(_workspace_url(target.project_slug, target.trace_id, target.round_id))
+
+
+@login_required
+def workspace(request, slug, pk):
+    project, role = project_get_for_user(user=request.user, slug=slug, capability="view")
+    if not user_can(user=request.user, project=project, capability="annotate"):
+        raise PermissionDenied("Viewers can read traces but not label them.")
+    trace = trace_get(project=project, pk=pk)
+    round = None
+    if request.GET.get("round"):
+        raw = request.GET["round"]
+        round = round_for_annotator(user=request.user, project=project, round_id=int(raw)) if raw.isdigit() else None
+        if round is None:
+            raise Http404("No such round among yours in this project.")
+        version = round.taxonomy_version
+    else:
+        mine = round_of_trace_for_annotator(user=request.user, trace=trace)
+        if mine is not None:  # my round work on this trace happens inside the round
+            return redirect(_workspace_url(slug, trace.pk, mine.pk))
+        version = project.taxonomy_version
+        if version is None:
+            raise Http404("This project has no taxonomy version to label with.")
+    annotation = annotation_find(trace=trace, user=request.user, taxonomy_version=version, round=round)
+    snapshot = annotation_snapshot(annotation=annotation) if annotation else annotation_empty_snapshot()
+    modes = version_modes(version=version)
+    categories = [(category, list(items)) for category, items in groupby(modes, key=lambda m: m.category)]
+    others = [
+        {
+            "rater": a.rater.name,
+            "kind": a.rater.kind,
+            "suggestion": a.round_id is None and a.rater.kind != "human",
+            "labels": {lab.mode.code: {"decision": lab.decision, "rationale": lab.rationale} for lab in a.labels.all()},
+        }
+        for a in trace_annotations_visible(user=request.user, project=project, trace=trace)
+        if a.taxonomy_version_id == version.pk
+    ]
+    query = f"?round={round.pk}" if round else ""
+    api = reverse("api-my-annotation", kwargs={"slug": slug, "pk": trace.pk})
+    next_url = reverse("annotations:queue_next") + f"?after={trace.pk}" + (f"&round={round.pk}" if round else "")
+    config = {
+        "annotationId": annotation.pk if annotation else None,
+        "storageKey": f"mast-ws:{request.user.pk}:{trace.pk}:{round.pk if round else 0}:{version.pk}",
+        "apiUrl": api + query,
+        "submitUrl": reverse("api-my-annotation-submit", kwargs={"slug": slug, "pk": trace.pk}) + query,
+        "openCodesUrl": reverse("api-open-codes", kwargs={"slug": slug}),
+        "nextUrl": next_url,
+        "snapshot": snapshot,
+        "modes": [m.code for m in modes],
+        "others": others,
+        "openCodes": list(open_code_list(project=project).values_list("name", flat=True)[:500]),
+        "limits": {
+            "rationale": MAX_RATIONALE,
+            "notes": MAX_NOTES,
+            "openCode": MAX_OPEN_CODE,
+            "openCodes": MAX_OPEN_CODES,
+        },
+        "locked": bool(round and round.state in ("draft", "closed")),
+    }
+    context = {
+        "project": project,
+        "role": role,
+        "nav": "queue",
+        "round": round,
+        "version": version,
+        "categories": categories,
+        "config": config,
+        "snapshot": snapshot,
+        "has_suggestions": any(o["suggestion"] for o in others),
+        **trace_viewer_context(trace=trace),
+    }
+    return render(request, "annotations/labels/workspace.html", context)

@@ -1,0 +1,51 @@
+"""The blind rule, in one place: which annotations a user may see.
+
+- Everyone sees their own annotations.
+- While a trace belongs to a draft or open round, nobody but its author sees an annotation
+  of it (nothing can reveal it), except managers who are not annotators of that open round.
+- Round annotations become visible to project members once the round is in review or closed,
+  if the manager allowed it for that round (``Round.reveal_in_review``).
+- Outside rounds, non-human raters' labels (LLM judge, baseline, imported sources) are shown
+  as suggestions only where the project's manager turned ``Project.reveal_suggestions`` on;
+  other humans' labels outside rounds stay hidden from annotators and viewers.
+- Managers (and site admins) see everything else: they adjudicate.
+
+Every page and API endpoint that shows labels filters through ``annotations_visible_to``.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from annotations.models import Annotation, Rater, RoundTrace
+from traces.models import Membership, Project
+from traces.projects.selectors import project_role
+
+NON_HUMAN = [Rater.Kind.LLM, Rater.Kind.BASELINE, Rater.Kind.IMPORTED]
+
+
+def annotations_visible_to(
+    *, user, project: Project, qs: QuerySet[Annotation] | None = None
+) -> QuerySet[Annotation]:
+    qs = Annotation.objects.filter(trace__project=project) if qs is None else qs
+    role = project_role(user=user, project=project)
+    if role is None:
+        return qs.none()
+    own = Q(rater__user_id=user.pk)
+    if role == Membership.Role.MANAGER:
+        my_open = RoundTrace.objects.filter(
+            round__project=project, round__state__in=["draft", "open"], round__round_annotators__user=user
+        ).values("trace_id")
+        return qs.filter(own | ~Q(trace_id__in=my_open))
+    blind_traces = RoundTrace.objects.filter(
+        round__project=project, round__state__in=["draft", "open"]
+    ).values("trace_id")
+    revealed = Q(round__state__in=["review", "closed"], round__reveal_in_review=True)
+    if project.reveal_suggestions:
+        revealed |= Q(round__isnull=True, rater__kind__in=NON_HUMAN)
+    return qs.filter(own | (revealed & ~Q(trace_id__in=blind_traces)))
+
+
+def trace_is_blind(*, trace_id: int) -> bool:
+    """True while the trace belongs to a draft or open round."""
+    return RoundTrace.objects.filter(trace_id=trace_id, round__state__in=["draft", "open"]).exists()

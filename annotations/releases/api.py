@@ -1,0 +1,89 @@
+"""Release API: list/create, detail, zip download. Thin: parse, call one service/selector, render."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotations.models import Round
+from annotations.releases.selectors import release_get, release_list, release_may_download
+from annotations.releases.serializers import ReleaseDetailOut, ReleaseIn, ReleaseOut
+from annotations.releases.services import release_create, release_zip_file
+from taxonomy.models import TaxonomyVersion
+from traces.projects.permissions import ProjectScopedMixin
+
+
+class ReleaseListApi(ProjectScopedMixin, generics.ListAPIView):
+    """Releases of a project, newest first; POST (managers) creates one and starts its build."""
+
+    serializer_class = ReleaseOut
+    capability = {"GET": "view", "POST": "manage"}
+
+    def get_queryset(self):
+        return release_list(project=self.project)
+
+    @extend_schema(request=ReleaseIn, responses={202: ReleaseOut})
+    def post(self, request, slug):
+        data = ReleaseIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        round_obj = None
+        if d.get("round"):
+            round_obj = Round.objects.filter(project=self.project, pk=d["round"]).first()
+            if round_obj is None:
+                raise NotFound("No such round in this project.")
+        version = None
+        if d.get("taxonomy_version"):
+            version = TaxonomyVersion.objects.filter(pk=d["taxonomy_version"]).first()
+            if version is None:
+                raise NotFound("No such taxonomy version.")
+        try:
+            release = release_create(
+                project=self.project,
+                by=request.user,
+                selection=d["selection"],
+                round=round_obj,
+                filters=d.get("filters") or {},
+                options=d.get("options"),
+                taxonomy_version=version,
+                title=d["title"],
+                notes=d["notes"],
+            )
+        except ValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        release = release_get(project=self.project, number=release.number)
+        return Response(ReleaseOut(release).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ReleaseDetailApi(ProjectScopedMixin, APIView):
+    """One release with its manifest and file checksums."""
+
+    @extend_schema(responses={200: ReleaseDetailOut})
+    def get(self, request, slug, number):
+        release = release_get(project=self.project, number=number)
+        if release is None:
+            raise NotFound("No such release.")
+        return Response(ReleaseDetailOut(release).data)
+
+
+class ReleaseDownloadApi(ProjectScopedMixin, APIView):
+    """The zip of a published release (managers; members where the project allows it)."""
+
+    @extend_schema(responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY)})
+    def get(self, request, slug, number):
+        if not release_may_download(project=self.project, role=self.role):
+            raise PermissionDenied("Only managers download releases in this project (a manager can allow members).")
+        release = release_get(project=self.project, number=number)
+        if release is None or not release.is_done:
+            raise NotFound("No such published release.")
+        try:
+            path, name = release_zip_file(release=release)
+        except ValidationError as exc:
+            raise NotFound(str(exc))
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=name, content_type="application/zip")  # noqa: SIM115

@@ -1,0 +1,33 @@
+"""Demo step: release v1 of the demo project from the agreed labels of its finished round(s),
+with whatever LLM judge and MAST-Data judge labels exist, so the Releases tab has downloadable
+files and the Analytics tab has data. Idempotent: a re-run builds nothing when the labels a
+release would hold have not changed since the last one.
+"""
+
+from __future__ import annotations
+
+from annotations.models import Release
+from annotations.releases.selectors import closed_adjudications, release_inputs_fingerprint
+from annotations.releases.services import release_build, release_create
+
+
+def seed(ctx) -> None:
+    project, manager = ctx.project, ctx.users["manager"]
+    if not closed_adjudications(project=project).exists():
+        ctx.say("Releases: no closed round with agreed labels yet, so no release was built")
+        return
+    fingerprint = release_inputs_fingerprint(project=project)
+    latest = Release.objects.filter(project=project, status=Release.Status.DONE).order_by("-number").first()
+    if latest is not None and latest.manifest.get("inputs_fingerprint") == fingerprint:
+        ctx.say(f"Releases: v{latest.number} is up to date ({latest.n_traces} traces)")
+        return
+    release = release_create(
+        project=project,
+        by=manager,
+        title="Demo labels",
+        notes="Agreed labels of the demo's calibration round, with the LLM judge's and MAST-Data judge's labels.",
+        options={"majority": True, "raters": True, "judge": True, "evidence": True, "trace_text": True},
+        enqueue=False,
+    )
+    release = release_build(release_id=release.pk)
+    ctx.say(f"Releases: built v{release.number} ({release.n_traces} traces, zip + JSONL/CSV/Parquet + card)")

@@ -1,0 +1,637 @@
+"""Reads for dataset releases: which traces, their final labels, raters' labels, mapped across versions.
+
+Everything streams: traces are read in id-ordered chunks (keyset pagination, ``values()``), and the
+labels of one chunk are fetched with one query per kind, so memory is bounded by one chunk.
+
+Final labels come from the Adjudication rows of closed rounds (the consensus); when a (trace,
+mode) has none, the manager may ask for a majority vote of the human raters' submitted labels
+(at least two voters, ties stay unknown), flagged ``majority_vote`` per mode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import BigIntegerField, Case, Max, Q, QuerySet, Sum, TextField, Value, When
+from django.db.models.functions import Cast
+
+from annotations.models import (
+    Adjudication,
+    AgreementReport,
+    Annotation,
+    ModeLabel,
+    Rater,
+    Release,
+    ReleasePolicy,
+    Round,
+)
+from taxonomy.models import FailureMode, ModeMapping, TaxonomyVersion
+from traces.models import Project, Trace
+
+CHUNK = 5000
+PROGRESS_EVERY = 1000
+TEXT_BATCH_BYTES = 32 * 1024 * 1024
+DECISION_VALUE = {"present": 1, "absent": 0}
+BASIS_NAMES = ("unanimous", "adjudicated", "majority")
+
+
+def version_modes(version_ids: set[int]) -> dict[int, list[tuple[int, str]]]:
+    """version id -> [(mode id, code)] in the version's order (bit i of a mask = i-th mode)."""
+    out: dict[int, list[tuple[int, str]]] = {v: [] for v in version_ids}
+    for mid, vid, code in (
+        FailureMode.objects.filter(version_id__in=version_ids)
+        .order_by("order", "code")
+        .values_list("id", "version_id", "code")
+    ):
+        out[vid].append((mid, code))
+    return out
+
+
+def mask_sum(modes: dict[int, list[tuple[int, str]]], **conditions) -> Sum:
+    """SUM(CASE WHEN <conditions> THEN CASE WHEN mode_id = m THEN 2^bit ... END END): one integer per
+    group holding a bit per mode, so labels fold into a few small rows in the database (one label
+    per mode and group). The condition is tested once per row, outside the per-mode CASE."""
+    bit = Case(
+        *[When(mode_id=mid, then=Value(1 << i)) for ms in modes.values() for i, (mid, _code) in enumerate(ms)],
+        default=Value(0),
+        output_field=BigIntegerField(),
+    )
+    if conditions:
+        bit = Case(When(Q(**conditions), then=bit), default=Value(0), output_field=BigIntegerField())
+    return Sum(bit)
+
+
+_EVIDENCE_CACHE: dict[str, Any] = {}
+
+
+def _decode_evidence(text: str | None) -> Any:
+    """json.loads with a bounded cache: evidence values repeat a lot ([{"step": 3}]) and records are
+    serialised right away, never mutated, so sharing the decoded object is safe."""
+    if not text or text == "[]":
+        return []
+    value = _EVIDENCE_CACHE.get(text)
+    if value is None:
+        value = json.loads(text)
+        if len(_EVIDENCE_CACHE) < 50_000:
+            _EVIDENCE_CACHE[text] = value
+    return value
+
+
+def unpack(mask_present: int, mask_known: int, codes: list[str]) -> dict[str, int]:
+    return {c: (mask_present >> i) & 1 for i, c in enumerate(codes) if (mask_known >> i) & 1}
+
+
+# ------------------------------------------------------------------ mapping across taxonomy versions
+
+Step = list[tuple[str, str, str]]  # (old_code, new_code, kind) edges of one version step
+
+
+def mapping_steps(*, source_id: int, target: TaxonomyVersion) -> list[Step] | None:
+    """The chain of mapping steps from version `source_id` to `target` along target's parents.
+
+    [] when they are the same version, None when `source_id` is not an ancestor of `target`
+    (labels of that version cannot be carried over).
+    """
+    chain: list[int] = []
+    version: TaxonomyVersion | None = target
+    seen: set[int] = set()
+    while version is not None and version.pk != source_id:
+        if version.pk in seen:
+            return None
+        seen.add(version.pk)
+        chain.append(version.pk)
+        version = version.parent
+    if version is None:
+        return None
+    rows = defaultdict(list)
+    for vid, old, new, kind in ModeMapping.objects.filter(version_id__in=chain).values_list(
+        "version_id", "old_code", "new_code", "kind"
+    ):
+        rows[vid].append((old, new, kind))
+    return [rows[vid] for vid in reversed(chain)]
+
+
+def map_codes(values: dict[str, int | None], steps: list[Step]) -> dict[str, int | None]:
+    """Carry {code: 1|0|None} through mapping steps (pure).
+
+    same/edit/rename copy the value; a merge is present when any merged mode was present, absent
+    when all known were absent, unknown otherwise; a split copies "absent" to every part and
+    makes "present" unknown (which part is not recorded); removed modes drop out; added modes
+    are unknown.
+    """
+    for step in steps:
+        parts: dict[str, list[int | None]] = defaultdict(list)
+        for old, new, kind in step:
+            if not new:
+                continue
+            if not old:
+                parts[new].append(None)
+                continue
+            if old not in values:
+                continue
+            v = values[old]
+            if kind == ModeMapping.Kind.SPLIT and v == 1:
+                v = None
+            parts[new].append(v)
+        out: dict[str, int | None] = {}
+        for new, vs in parts.items():
+            if 1 in vs:
+                out[new] = 1
+            elif vs and all(v == 0 for v in vs):
+                out[new] = 0
+            else:
+                out[new] = None
+        values = out
+    return values
+
+
+class VersionMapper:
+    """Maps {code: value} of any source version to the target version, caching the step chains."""
+
+    def __init__(self, target: TaxonomyVersion, codes: list[str] | None = None) -> None:
+        self.target = target
+        self.codes = (
+            codes
+            if codes is not None
+            else list(
+                FailureMode.objects.filter(version=target).order_by("order", "code").values_list("code", flat=True)
+            )
+        )
+        self._steps: dict[int, list[Step] | None] = {target.pk: []}
+        self.mapped = 0
+        self.unmappable = 0
+        self.kinds: Counter[str] = Counter()
+        self.sources: set[int] = set()
+
+    def steps(self, version_id: int) -> list[Step] | None:
+        if version_id not in self._steps:
+            self._steps[version_id] = mapping_steps(source_id=version_id, target=self.target)
+        return self._steps[version_id]
+
+    def map(self, version_id: int, values: dict[str, int | None]) -> dict[str, int | None]:
+        if version_id == self.target.pk:
+            return values
+        steps = self.steps(version_id)
+        if steps is None:
+            self.unmappable += len(values)
+            return {}
+        out = map_codes(values, steps)
+        self.mapped += sum(1 for v in out.values() if v is not None)
+        self.sources.add(version_id)
+        for step in steps:
+            for old, _new, kind in step:
+                if old in values:
+                    self.kinds[kind] += 1
+        return out
+
+
+# ------------------------------------------------------------------ which traces
+
+
+def closed_adjudications(*, project: Project, round: Round | None = None) -> QuerySet[Adjudication]:
+    qs = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
+    return qs.filter(round=round) if round is not None else qs
+
+
+def _submitted_labels(*, project: Project) -> QuerySet[ModeLabel]:
+    """Submitted labels that are final: outside rounds or in closed rounds (never a round in progress)."""
+    return ModeLabel.objects.filter(annotation__trace__project=project, annotation__state="submitted").filter(
+        Q(annotation__round__isnull=True) | Q(annotation__round__state=Round.State.CLOSED)
+    )
+
+
+def _submitted_annotations(*, project: Project) -> QuerySet[Annotation]:
+    """The annotations behind _submitted_labels (30k rows where labels are 420k: cheaper to scan)."""
+    return Annotation.objects.filter(trace__project=project, state="submitted").filter(
+        Q(round__isnull=True) | Q(round__state=Round.State.CLOSED)
+    )
+
+
+def release_traces(
+    *, project: Project, selection: str, round: Round | None = None, filters: dict | None = None, majority: bool = False
+) -> QuerySet[Trace]:
+    """The candidate traces of a release (traces with no final label at all are dropped later)."""
+    qs = Trace.objects.filter(project=project)
+    if selection == Release.Selection.ROUND:
+        return qs.filter(round_traces__round=round)
+    if selection == Release.Selection.FILTER:
+        filters = filters or {}
+        for key, field_name in (("mas_name", "mas_name"), ("llm_name", "llm_name"), ("benchmark", "benchmark")):
+            if filters.get(key):
+                qs = qs.filter(**{f"{field_name}__in": filters[key]})
+        return qs
+    agreed = Q(id__in=closed_adjudications(project=project).values("trace_id"))
+    if majority:
+        human = _submitted_annotations(project=project).filter(rater__kind=Rater.Kind.HUMAN)
+        agreed |= Q(id__in=human.values("trace_id"))
+    return qs.filter(agreed)
+
+
+# ------------------------------------------------------------------ records
+
+
+@dataclass
+class ReleaseSpec:
+    project: Project
+    version: TaxonomyVersion
+    selection: str = Release.Selection.AGREED
+    round: Round | None = None
+    filters: dict = field(default_factory=dict)
+    majority: bool = False
+    raters: bool = False
+    judge: bool = False
+    evidence: bool = False
+    trace_text: bool = True
+    name: str = ""
+
+    @classmethod
+    def from_release(cls, release: Release) -> ReleaseSpec:
+        o = release.options or {}
+        return cls(
+            project=release.project,
+            version=release.taxonomy_version,
+            selection=release.selection,
+            round=release.round,
+            filters=release.filters or {},
+            majority=bool(o.get("majority")),
+            raters=bool(o.get("raters")),
+            judge=bool(o.get("judge")),
+            evidence=bool(o.get("evidence")),
+            trace_text=bool(o.get("trace_text", True)),
+            name=f"{release.project.slug} v{release.number}",
+        )
+
+
+@dataclass
+class ReleaseStats:
+    traces: int = 0
+    consensus_traces: int = 0
+    majority_traces: int = 0
+    skipped_no_labels: int = 0
+    majority_labels: int = 0
+    by_mas_name: Counter = field(default_factory=Counter)
+    by_llm_name: Counter = field(default_factory=Counter)
+    by_benchmark_name: Counter = field(default_factory=Counter)
+    present: Counter = field(default_factory=Counter)
+    rounds: set = field(default_factory=set)
+
+
+def _rater_names(*, project: Project) -> dict[int, tuple[str, str]]:
+    """rater id -> (kind, public name). People are pseudonymised as annotator_1, annotator_2, ... (by rater id)."""
+    ids = _submitted_annotations(project=project).values("rater_id")
+    out: dict[int, tuple[str, str]] = {}
+    n = 0
+    for rid, kind, name in Rater.objects.filter(id__in=ids).order_by("id").values_list("id", "kind", "name"):
+        if kind == Rater.Kind.HUMAN:
+            n += 1
+            name = f"annotator_{n}"
+        out[rid] = (kind, name)
+    return out
+
+
+def _majority(votes: list[int]) -> int | None:
+    if len(votes) < 2:
+        return None
+    yes = sum(votes)
+    no = len(votes) - yes
+    return 1 if yes > no else 0 if no > yes else None
+
+
+def release_records(
+    *, spec: ReleaseSpec, stats: ReleaseStats, mapper: VersionMapper, progress: Callable[[int], None] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield one MAST-Data-shaped record per trace of the release, in trace id order."""
+    project = spec.project
+    codes = mapper.codes
+    traces = release_traces(
+        project=project, selection=spec.selection, round=spec.round, filters=spec.filters, majority=spec.majority
+    )
+    fields = [
+        "id",
+        "mas_name",
+        "llm_name",
+        "benchmark",
+        "external_id",
+        "content_hash",
+        "metadata__mad_key",
+        "metadata__mad_index",
+    ]
+    if spec.trace_text:
+        fields.append("size_bytes")  # raw text is fetched in byte-bounded batches, not with the chunk
+    rater_names = _rater_names(project=project) if (spec.raters or spec.judge or spec.majority) else {}
+    wanted_kinds = set()
+    if spec.raters or spec.majority:
+        wanted_kinds |= {Rater.Kind.HUMAN}
+    if spec.raters:
+        wanted_kinds |= {Rater.Kind.IMPORTED, Rater.Kind.BASELINE}
+    if spec.judge:
+        wanted_kinds |= {Rater.Kind.LLM}
+    adjudications = closed_adjudications(project=project, round=spec.round if spec.selection == "round" else None)
+    versions = {spec.version.pk}
+    versions |= set(adjudications.order_by().values_list("round__taxonomy_version_id", flat=True).distinct())
+    if wanted_kinds:
+        versions |= set(
+            _submitted_annotations(project=project).order_by().values_list("taxonomy_version_id", flat=True).distinct()
+        )
+    modes = version_modes(versions)
+    # rank of each closed round by closing time: later rounds override earlier ones per mode
+    round_order = {
+        rid: rank
+        for rank, rid in enumerate(
+            Round.objects.filter(project=project, state=Round.State.CLOSED)
+            .order_by("closed_at", "id")
+            .values_list("id", flat=True)
+        )
+    }
+    codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
+    known_decision = {"decision__in": ["present", "absent"]}
+    done = 0
+    last_id = 0
+    while True:
+        chunk = list(traces.filter(id__gt=last_id).order_by("id").values(*fields)[:CHUNK])
+        if not chunk:
+            break
+        last_id = chunk[-1]["id"]
+        ids = [t["id"] for t in chunk]
+        chunk_ids = set(ids)
+
+        # consensus, folded per (trace, round) in SQL; the latest closed round wins per mode
+        final: dict[int, dict[str, int | None]] = defaultdict(dict)
+        basis: dict[int, dict[str, str]] = defaultdict(dict)
+        adj_rows = (
+            adjudications.filter(trace_id__gte=ids[0], trace_id__lte=ids[-1])  # a range: no 5,000 bound parameters
+            .values("trace_id", "round_id", "round__taxonomy_version_id")
+            .annotate(
+                p=mask_sum(modes, decision="present"),
+                k=mask_sum(modes),  # adjudications are only ever present or absent (check constraint)
+                u=mask_sum(modes, basis="unanimous"),
+                m=mask_sum(modes, basis="majority"),
+            )
+            .order_by()
+            .values_list("trace_id", "round_id", "round__taxonomy_version_id", "p", "k", "u", "m")
+        )
+        # sorted here, not in SQL: ORDER BY before GROUP BY would sort every label row
+        for tid, rid, vid, p, k, u, m in sorted(adj_rows, key=lambda r: (round_order[r[1]], r[1])):
+            if tid not in chunk_ids:
+                continue
+            stats.rounds.add(rid)
+            values = unpack(int(p), int(k), codes_of[vid])
+            mapped = mapper.map(vid, values)
+            bits = {c: i for i, c in enumerate(codes_of[vid])}
+            for code, v in mapped.items():
+                if v is None:
+                    continue
+                final[tid][code] = v
+                i = bits.get(code)
+                if i is None:
+                    basis[tid][code] = "mapped"
+                else:
+                    basis[tid][code] = "unanimous" if (u >> i) & 1 else "majority" if (m >> i) & 1 else "adjudicated"
+
+        # raters' own labels folded per annotation in SQL
+        per_rater: dict[int, dict[int, dict[str, int | None]]] = defaultdict(dict)
+        extra: dict[int, dict[int, dict[str, tuple]]] = defaultdict(dict)
+        if wanted_kinds:
+            scoped = _submitted_labels(project=project).filter(
+                annotation__trace_id__gte=ids[0],
+                annotation__trace_id__lte=ids[-1],
+                annotation__rater__kind__in=wanted_kinds,
+            )
+            label_rows = (
+                scoped.values(
+                    "annotation_id", "annotation__trace_id", "annotation__rater_id", "annotation__taxonomy_version_id"
+                )
+                .annotate(
+                    p=mask_sum(modes, decision="present"),
+                    k=mask_sum(modes, **known_decision),
+                )
+                .order_by()
+                .values_list(
+                    "annotation__trace_id",
+                    "annotation__rater_id",
+                    "annotation__taxonomy_version_id",
+                    "p",
+                    "k",
+                    "annotation_id",
+                )
+            )
+            # Several annotations of one rater on a trace (other rounds or versions): the one on the
+            # release's version wins, then the most recent (highest id).
+            target_id = spec.version.pk
+            for tid, rid, vid, p, k, _a in sorted(label_rows, key=lambda r: (r[2] == target_id, r[5])):
+                if tid not in chunk_ids:
+                    continue
+                per_rater[tid][rid] = mapper.map(vid, unpack(int(p), int(k), codes_of[vid]))
+            if spec.evidence:
+                # evidence as text: decoded only where there is some (most labels have none)
+                ev_rows = (
+                    scoped.filter(annotation__taxonomy_version=spec.version)
+                    .exclude(Q(evidence=[]) & Q(rationale=""))
+                    .order_by("annotation_id")
+                    .values_list(
+                        "annotation__trace_id",
+                        "annotation__rater_id",
+                        "mode__code",
+                        Cast("evidence", TextField()),
+                        "rationale",
+                    )
+                )
+                for tid, rid, code, ev_text, rationale in ev_rows:
+                    if tid not in chunk_ids:
+                        continue
+                    evidence = _decode_evidence(ev_text)
+                    extra[tid].setdefault(rid, {})[code] = (evidence, rationale)
+
+        texts: dict[int, str] = {}
+        for position, t in enumerate(chunk):
+            if spec.trace_text and t["id"] not in texts:
+                texts = _texts_from(chunk, position)
+            if progress is not None and position and position % PROGRESS_EVERY == 0:
+                progress(done + position)  # the page's progress bar moves within a chunk too
+            tid = t["id"]
+            labels = {c: final.get(tid, {}).get(c) for c in codes}
+            mode_basis = {c: basis[tid][c] for c in codes if c in basis.get(tid, {})}
+            used_majority = False
+            if spec.majority:
+                humans = [v for rid, v in per_rater.get(tid, {}).items() if rater_names.get(rid, ("",))[0] == "human"]
+                for c in codes:
+                    if labels[c] is None:
+                        m = _majority([h[c] for h in humans if h.get(c) is not None])
+                        if m is not None:
+                            labels[c] = m
+                            mode_basis[c] = "majority_vote"
+                            used_majority = True
+                            stats.majority_labels += 1
+            if all(v is None for v in labels.values()):
+                stats.skipped_no_labels += 1
+                continue
+            has_consensus = any(b != "majority_vote" for b in mode_basis.values())
+            studio: dict[str, Any] = {
+                "trace_pk": tid,
+                "content_hash": t["content_hash"],
+                "final_source": "consensus" if not used_majority else ("mixed" if has_consensus else "majority_vote"),
+                "final_basis": mode_basis,
+            }
+            if spec.raters or spec.judge:
+                raters_out: dict[str, dict] = {}
+                judge_out: dict[str, dict] = {}
+                for rid, values in per_rater.get(tid, {}).items():
+                    kind, name = rater_names.get(rid, ("", f"rater_{rid}"))
+                    labels_out = {c: values.get(c) for c in codes if c in values}
+                    if kind == Rater.Kind.LLM:
+                        if spec.judge:
+                            judge_out[name] = labels_out
+                    elif spec.raters:
+                        raters_out[name] = labels_out
+                if spec.raters:
+                    studio["raters"] = raters_out
+                if spec.judge:
+                    studio["judge"] = judge_out
+            if spec.evidence:
+                ev: dict[str, dict] = {}
+                ra: dict[str, dict] = {}
+                for rid, per_code in extra.get(tid, {}).items():
+                    kind, name = rater_names.get(rid, ("", f"rater_{rid}"))
+                    if (kind == Rater.Kind.LLM and not spec.judge) or (kind != Rater.Kind.LLM and not spec.raters):
+                        continue
+                    for c, (evidence, rationale) in per_code.items():
+                        if evidence:
+                            ev.setdefault(name, {})[c] = evidence
+                        if rationale:
+                            ra.setdefault(name, {})[c] = rationale
+                studio["evidence"] = ev
+                studio["rationales"] = ra
+            stats.traces += 1
+            if has_consensus:
+                stats.consensus_traces += 1
+            else:
+                stats.majority_traces += 1
+            stats.by_mas_name[t["mas_name"]] += 1
+            stats.by_llm_name[t["llm_name"]] += 1
+            stats.by_benchmark_name[t["benchmark"]] += 1
+            for c, v in labels.items():
+                if v == 1:
+                    stats.present[c] += 1
+            yield {
+                "mas_name": t["mas_name"],
+                "llm_name": t["llm_name"],
+                "benchmark_name": t["benchmark"],
+                "trace_id": t["external_id"] or str(tid),
+                "trace": {
+                    "key": t["metadata__mad_key"] or "",
+                    "index": t["metadata__mad_index"],
+                    "trajectory": texts[tid] if spec.trace_text else None,
+                },
+                "mast_annotation": labels,
+                "mast_studio": studio,
+            }
+        done += len(chunk)
+        if progress is not None:
+            progress(done)
+
+
+def _texts_from(chunk: list[dict], start: int) -> dict[int, str]:
+    """Raw texts of chunk[start:] up to TEXT_BATCH_BYTES (at least one trace): memory stays bounded
+    however long the traces are."""
+    ids, total = [], 0
+    for t in chunk[start:]:
+        if ids and total + t["size_bytes"] > TEXT_BATCH_BYTES:
+            break
+        ids.append(t["id"])
+        total += t["size_bytes"]
+    return dict(Trace.objects.filter(id__in=ids).values_list("id", "raw_text"))
+
+
+def release_count_candidates(*, spec: ReleaseSpec) -> int:
+    return release_traces(
+        project=spec.project, selection=spec.selection, round=spec.round, filters=spec.filters, majority=spec.majority
+    ).count()
+
+
+def release_agreement(*, round_ids: set[int]) -> list[dict[str, Any]]:
+    """Agreement figures of the rounds behind a release, from their stored reports."""
+    out = []
+    reports = AgreementReport.objects.filter(round_id__in=round_ids, rater_set="humans").select_related("round")
+    for rep in reports.order_by("round__closed_at", "round_id"):
+        data = rep.data if isinstance(rep.data, dict) else {}
+        summary: dict[str, Any] = {k: data[k] for k in ("n_traces", "n_units") if k in data}
+        if isinstance(data.get("raters"), list):
+            summary["n_raters"] = len(data["raters"])
+        overall = data.get("overall") if isinstance(data.get("overall"), dict) else {}
+        for name, stat in overall.items():  # {"fleiss_kappa": {"value", "ci_low", "ci_high", ...}, ...}
+            if isinstance(stat, dict) and "value" in stat:
+                summary[name] = {k: stat[k] for k in ("value", "ci_low", "ci_high") if k in stat}
+            elif isinstance(stat, int | float):
+                summary[name] = stat
+        out.append(
+            {
+                "round": rep.round.name,
+                "round_id": rep.round_id,
+                "computed_at": rep.computed_at.isoformat(),
+                "summary": summary,
+            }
+        )
+    known = {a["round_id"] for a in out}
+    for r in Round.objects.filter(id__in=round_ids - known).order_by("closed_at"):
+        out.append({"round": r.name, "round_id": r.pk, "summary": {}, "note": "no stored agreement report"})
+    return out
+
+
+def release_inputs_fingerprint(*, project: Project) -> str:
+    """A digest of what a release of the project is built from (agreed labels and submitted labels):
+    equal fingerprints mean a new release would hold the same labels."""
+    import hashlib
+
+    from django.db.models import Count
+
+    adj = closed_adjudications(project=project).aggregate(n=Count("id"), at=Max("at"), r=Max("round__closed_at"))
+    labels = _submitted_annotations(project=project).aggregate(n=Count("id"), at=Max("updated_at"))
+    n_traces = Trace.objects.filter(project=project).count()
+    key = f"{adj['n']}|{adj['at']}|{adj['r']}|{labels['n']}|{labels['at']}|{n_traces}"
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def release_list(*, project: Project) -> QuerySet[Release]:
+    return (
+        Release.objects.filter(project=project)
+        .select_related("created_by", "taxonomy_version__taxonomy", "round")
+        .prefetch_related("files")
+        .order_by("-number")
+    )
+
+
+def release_get(*, project: Project, number: int) -> Release | None:
+    return (
+        Release.objects.filter(project=project, number=number)
+        .select_related("created_by", "taxonomy_version__taxonomy", "round", "project")
+        .prefetch_related("files")
+        .first()
+    )
+
+
+def release_members_may_download(*, project: Project) -> bool:
+    """The project's release policy: may annotators and viewers download published releases?"""
+    if not hasattr(project, "_release_policy_cache"):
+        project._release_policy_cache = bool(
+            ReleasePolicy.objects.filter(project=project).values_list("members_may_download", flat=True).first()
+        )
+    return project._release_policy_cache
+
+
+def release_may_download(*, project: Project, role: str | None) -> bool:
+    """Managers always; annotators and viewers only where the project's release policy allows it."""
+    if role == "manager":
+        return True
+    return role is not None and release_members_may_download(project=project)
+
+
+def release_filter_choices(*, project: Project) -> dict[str, list[str]]:
+    qs = Trace.objects.filter(project=project)
+    return {
+        key: list(qs.order_by(key).values_list(key, flat=True).distinct())
+        for key in ("mas_name", "llm_name", "benchmark")
+    }

@@ -1,0 +1,336 @@
+"""Writes for dataset releases: create one (a manager), build its files (a background job), policy.
+
+A release is numbered per project (1, 2, ...) under a row lock, built once into
+``MEDIA_ROOT/releases/<slug>/v<n>/`` and frozen: once ``done`` the database refuses any change
+to it or its files (trigger in migration 0002_releases_initial). Building is idempotent: a
+crashed or redelivered build starts again from an empty directory, a done one returns at once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from annotations.models import Release, ReleaseFile, ReleasePolicy, Round
+from annotations.releases import writers as exporting
+from annotations.releases.selectors import (
+    ReleaseSpec,
+    ReleaseStats,
+    VersionMapper,
+    release_agreement,
+    release_count_candidates,
+    release_inputs_fingerprint,
+    release_records,
+)
+from taxonomy.models import Category, FailureMode, TaxonomyVersion
+from traces.models import Project
+from traces.projects.selectors import user_can
+
+OPTION_KEYS = ("majority", "raters", "judge", "evidence", "trace_text")
+DEFAULT_OPTIONS = {
+    "majority": False,
+    "raters": True,
+    "judge": True,
+    "evidence": True,
+    "trace_text": True,
+    "formats": list(exporting.FORMATS),
+}
+
+
+def release_dir(*, release: Release) -> Path:
+    return Path(settings.MEDIA_ROOT) / "releases" / release.project.slug / f"v{release.number}"
+
+
+def _clean_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    options = dict(options or {})
+    unknown = set(options) - set(OPTION_KEYS) - {"formats"}
+    if unknown:
+        raise ValidationError(f"Unknown release option(s): {', '.join(sorted(unknown))}.")
+    out = {k: bool(options.get(k, DEFAULT_OPTIONS[k])) for k in OPTION_KEYS}
+    formats = options.get("formats") or DEFAULT_OPTIONS["formats"]
+    bad = [f for f in formats if f not in exporting.FORMATS]
+    if bad:
+        raise ValidationError(f"Unknown format(s) {', '.join(map(str, bad))}: choose from jsonl, csv, parquet.")
+    out["formats"] = [f for f in exporting.FORMATS if f in formats]
+    return out
+
+
+def _clean_filters(filters: dict[str, Any] | None) -> dict[str, list[str]]:
+    filters = dict(filters or {})
+    unknown = set(filters) - {"mas_name", "llm_name", "benchmark"}
+    if unknown:
+        raise ValidationError(f"Unknown filter(s): {', '.join(sorted(unknown))} (use mas_name, llm_name, benchmark).")
+    out = {}
+    for key, value in filters.items():
+        values = [value] if isinstance(value, str) else list(value or [])
+        if values:
+            out[key] = [str(v) for v in values]
+    return out
+
+
+@transaction.atomic
+def release_create(
+    *,
+    project: Project,
+    by,
+    selection: str = Release.Selection.AGREED,
+    round: Round | None = None,
+    filters: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    taxonomy_version: TaxonomyVersion | None = None,
+    title: str = "",
+    notes: str = "",
+    enqueue: bool = True,
+) -> Release:
+    """Number and record a release; its build runs in the background once this commits."""
+    if not user_can(user=by, project=project, capability="manage"):
+        raise PermissionDenied("Only managers of the project create releases.")
+    if selection not in Release.Selection.values:
+        raise ValidationError(f"Unknown selection {selection!r}: choose agreed, round or filter.")
+    if selection == Release.Selection.ROUND:
+        if round is None:
+            raise ValidationError("Choose the round whose traces the release holds.")
+        if round.project_id != project.pk:
+            raise ValidationError("That round belongs to another project.")
+        if round.state != Round.State.CLOSED:
+            raise ValidationError(f"Round {round.name} is not closed yet: its labels are not final.")
+    else:
+        round = None
+    version = taxonomy_version or project.taxonomy_version
+    if version is None:
+        raise ValidationError("The project has no taxonomy version; choose one for the release.")
+    if version.taxonomy_id != getattr(project.taxonomy_version, "taxonomy_id", version.taxonomy_id):
+        raise ValidationError("The release's taxonomy version must belong to the project's taxonomy.")
+    clean_filters = _clean_filters(filters) if selection == Release.Selection.FILTER else {}
+    if selection == Release.Selection.FILTER and not clean_filters:
+        raise ValidationError("A filter release needs at least one framework, LLM or benchmark.")
+    clean_options = _clean_options(options)
+    Project.objects.select_for_update().filter(pk=project.pk).first()  # serialise numbering per project
+    fingerprint = release_inputs_fingerprint(project=project)
+    latest = Release.objects.filter(project=project).exclude(status=Release.Status.FAILED).order_by("-number").first()
+    if (
+        latest is not None
+        and latest.manifest.get("inputs_fingerprint") == fingerprint
+        and (latest.taxonomy_version_id, latest.selection, latest.round_id, latest.filters, latest.options)
+        == (version.pk, selection, getattr(round, "pk", None), clean_filters, clean_options)
+        and (latest.title, latest.notes) == (title.strip()[:200], notes.strip())
+    ):
+        # A repeated request (double click, retry) for a release of unchanged labels: the same release.
+        return latest
+    number = (Release.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0) + 1
+    release = Release(
+        manifest={"inputs_fingerprint": fingerprint},
+        project=project,
+        number=number,
+        title=title.strip()[:200],
+        notes=notes.strip(),
+        taxonomy_version=version,
+        selection=selection,
+        round=round,
+        filters=clean_filters,
+        options=clean_options,
+        created_by=by if getattr(by, "pk", None) else None,
+    )
+    release.full_clean()
+    release.save()
+    if enqueue:
+        from annotations.releases.tasks import build_release
+
+        transaction.on_commit(lambda: build_release.delay(release.pk))
+    return release
+
+
+def _taxonomy_manifest(version: TaxonomyVersion) -> dict[str, Any]:
+    cats = {c.pk: c for c in Category.objects.filter(version=version)}
+    return {
+        "id": version.pk,
+        "label": version.label,
+        "taxonomy": version.taxonomy.name,
+        "number": version.number,
+        "status": version.status,
+        "categories": [{"code": c.code, "name": c.name, "description": c.description} for c in cats.values()],
+        "modes": [
+            {"code": m.code, "name": m.name, "category": cats[m.category_id].code, "definition": m.definition}
+            for m in FailureMode.objects.filter(version=version).order_by("order", "code")
+        ],
+    }
+
+
+def release_manifest(
+    *,
+    spec: ReleaseSpec,
+    stats: ReleaseStats,
+    mapper: VersionMapper,
+    files: Iterable[exporting.WrittenFile],
+    options: dict[str, Any],
+    number: int | None,
+    created_at: datetime,
+    created_by: str,
+    title: str = "",
+    notes: str = "",
+    round_name: str = "",
+) -> dict[str, Any]:
+    project = spec.project
+    return {
+        "name": spec.name or f"{project.slug} export",
+        "title": title or f"{project.name}: MAST failure labels",
+        "notes": notes,
+        "version": number,
+        "project": {"slug": project.slug, "name": project.name},
+        "created_at": created_at.isoformat(),
+        "created_by": created_by,
+        "selection": {"kind": spec.selection, "round": round_name, "filters": spec.filters},
+        "options": options,
+        "taxonomy": _taxonomy_manifest(spec.version),
+        "counts": {
+            "traces": stats.traces,
+            "consensus_traces": stats.consensus_traces,
+            "majority_traces": stats.majority_traces,
+            "majority_labels": stats.majority_labels,
+            "skipped_without_labels": stats.skipped_no_labels,
+            "by_mas_name": dict(sorted(stats.by_mas_name.items())),
+            "by_llm_name": dict(sorted(stats.by_llm_name.items())),
+            "by_benchmark_name": dict(sorted(stats.by_benchmark_name.items())),
+            "present_per_mode": {c: stats.present.get(c, 0) for c in mapper.codes},
+        },
+        "mapping": {
+            "mapped_labels": mapper.mapped,
+            "unmappable_labels": mapper.unmappable,
+            "edges_by_kind": dict(sorted(mapper.kinds.items())),
+            "source_versions": sorted(
+                TaxonomyVersion.objects.filter(pk__in=mapper.sources).values_list("number", flat=True)
+            ),
+        },
+        "agreement": release_agreement(round_ids=stats.rounds),
+        "inputs_fingerprint": release_inputs_fingerprint(project=project),
+        "files": [f.as_dict() for f in files],
+    }
+
+
+def export_write(
+    *,
+    spec: ReleaseSpec,
+    directory: Path,
+    formats: list[str],
+    options: dict[str, Any],
+    number: int | None = None,
+    created_by: str = "",
+    title: str = "",
+    notes: str = "",
+    progress=None,
+) -> tuple[list[exporting.WrittenFile], dict[str, Any], ReleaseStats, VersionMapper]:
+    """Write the data files, manifest.json and README.md of `spec` into `directory` (streamed)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    mapper = VersionMapper(spec.version)
+    stats = ReleaseStats()
+    records = release_records(spec=spec, stats=stats, mapper=mapper, progress=progress)
+    files = exporting.write_records(records, directory=directory, formats=formats, codes=mapper.codes)
+    manifest = release_manifest(
+        spec=spec,
+        stats=stats,
+        mapper=mapper,
+        files=files,
+        options=options,
+        number=number,
+        created_at=timezone.now(),
+        created_by=created_by,
+        title=title,
+        notes=notes,
+        round_name=spec.round.name if spec.round else "",
+    )
+    manifest_file = exporting.write_text(
+        directory / "manifest.json", json.dumps(manifest, indent=2, ensure_ascii=False), kind="manifest"
+    )
+    card = exporting.write_text(directory / "README.md", exporting.render_card(manifest), kind="card")
+    return [*files, manifest_file, card], manifest, stats, mapper
+
+
+def release_build(*, release_id: int) -> Release:
+    """Build the files of a release; a done release is returned untouched (idempotent)."""
+    release = Release.objects.select_related("project", "taxonomy_version__taxonomy", "round", "created_by").get(
+        pk=release_id
+    )
+    if release.status == Release.Status.DONE:
+        return release
+    spec = ReleaseSpec.from_release(release)
+    total = release_count_candidates(spec=spec)
+    Release.objects.filter(pk=release.pk).update(status=Release.Status.RUNNING, n_total=total, n_done=0, error="")
+    final_dir = release_dir(release=release)
+    work_dir = final_dir.with_name(final_dir.name + ".building")
+    shutil.rmtree(work_dir, ignore_errors=True)
+    shutil.rmtree(final_dir, ignore_errors=True)
+
+    def progress(n: int) -> None:
+        Release.objects.filter(pk=release.pk).update(n_done=n)
+
+    try:
+        files, manifest, stats, mapper = export_write(
+            spec=spec,
+            directory=work_dir,
+            formats=release.options.get("formats") or list(exporting.FORMATS),
+            options=release.options,
+            number=release.number,
+            created_by=release.created_by.get_username() if release.created_by else "",
+            title=release.title,
+            notes=release.notes,
+            progress=progress,
+        )
+        folder = f"{release.project.slug}-v{release.number}"
+        archive = exporting.write_zip(work_dir / f"{folder}.zip", files, folder=folder)
+        work_dir.rename(final_dir)
+    except Exception as exc:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        Release.objects.filter(pk=release.pk).update(status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    media = Path(settings.MEDIA_ROOT)
+    with transaction.atomic():
+        ReleaseFile.objects.bulk_create(
+            ReleaseFile(
+                release=release,
+                name=f.name,
+                kind=f.kind,
+                size_bytes=f.size_bytes,
+                sha256=f.sha256,
+                path=str((final_dir / f.name).relative_to(media)),
+            )
+            for f in [*files, archive]
+        )
+        Release.objects.filter(pk=release.pk).update(
+            status=Release.Status.DONE,
+            n_done=total,
+            n_traces=stats.traces,
+            n_mapped=mapper.mapped,
+            manifest=manifest,
+            finished_at=timezone.now(),
+        )
+    release.refresh_from_db()
+    return release
+
+
+def release_policy_set(*, project: Project, by, members_may_download: bool) -> ReleasePolicy:
+    if not user_can(user=by, project=project, capability="manage"):
+        raise PermissionDenied("Only managers change who may download releases.")
+    policy, _ = ReleasePolicy.objects.update_or_create(
+        project=project, defaults={"members_may_download": bool(members_may_download)}
+    )
+    return policy
+
+
+def release_zip_file(*, release: Release) -> tuple[Path, str]:
+    """The zip's path on disk and its download name; only for done releases."""
+    if release.status != Release.Status.DONE:
+        raise ValidationError("This release is not built yet.")
+    row = next((f for f in release.files.all() if f.kind == "zip"), None)
+    if row is None:
+        raise ValidationError("This release has no zip file.")
+    return Path(settings.MEDIA_ROOT) / row.path, row.name

@@ -1,0 +1,806 @@
+"""Reads on calibration rounds: listings, sampling previews, progress, the label matrix,
+disagreements, who may see what, and the project's agreed labels.
+
+The blind rule itself lives in ``annotations.labels.visibility``; ``round_access`` here only says which
+round pages a user may open (report, disagreements, progress details), and every place that shows
+labels to someone who is not a manager filters them through ``annotations_visible_to``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count, Exists, Max, OuterRef, QuerySet, Subquery
+from django.db.models.fields.json import KT
+from django.http import Http404
+
+from annotations.labels.visibility import annotations_visible_to
+from annotations.models import (
+    Adjudication,
+    AgreementReport,
+    Annotation,
+    DisagreementComment,
+    ModeLabel,
+    Rater,
+    Round,
+    RoundAnnotator,
+    RoundTrace,
+)
+from taxonomy.models import FailureMode, TaxonomyVersion
+from traces.models import Membership, Project, Trace
+from traces.projects.selectors import project_role
+
+# Trace fields a stratified sample may be stratified by (form value -> Trace field).
+STRATA_FIELDS = {"framework": "mas_name", "benchmark": "benchmark", "llm": "llm_name"}
+SAMPLING_METHODS = ("manual", "random", "stratified")
+HUMANS = "humans"
+DECISION_VALUE = {ModeLabel.Decision.PRESENT: 1.0, ModeLabel.Decision.ABSENT: 0.0}
+
+
+# --------------------------------------------------------------------------------------
+# Listing and access
+# --------------------------------------------------------------------------------------
+
+
+def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
+    """Rounds of a project with counts, submitted annotations and the stored headline kappa.
+
+    One query: the counts are subqueries, the headline is read out of the stored human report's
+    JSON without loading the report; ``is_mine`` says whether ``user`` annotates in the round.
+    """
+    headline = AgreementReport.objects.filter(round=OuterRef("pk"), rater_set=HUMANS)
+    submitted = (
+        Annotation.objects.filter(round=OuterRef("pk"), state=Annotation.State.SUBMITTED)
+        .order_by()
+        .values("round")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    n_traces = RoundTrace.objects.filter(round=OuterRef("pk")).order_by().values("round").annotate(n=Count("pk"))
+    n_annotators = (
+        RoundAnnotator.objects.filter(round=OuterRef("pk")).order_by().values("round").annotate(n=Count("pk"))
+    )
+    mine = RoundAnnotator.objects.filter(round=OuterRef("pk"), user_id=getattr(user, "pk", None))
+    return (
+        Round.objects.filter(project=project)
+        .select_related("taxonomy_version__taxonomy")
+        .annotate(
+            is_mine=Exists(mine),
+            n_traces=Subquery(n_traces.values("n")),
+            n_annotators=Subquery(n_annotators.values("n")),
+            n_submitted=Subquery(submitted),
+            headline_kappa=Subquery(headline.values(v=KT("data__mean_pairwise_kappa__value"))[:1]),
+        )
+        .order_by("created_at", "id")
+    )
+
+
+def round_get(*, project: Project, round_id: int) -> Round:
+    rnd = (
+        Round.objects.select_related("taxonomy_version__taxonomy", "project")
+        .filter(project=project, pk=round_id)
+        .first()
+    )
+    if rnd is None:
+        raise Http404("No such round in this project.")
+    return rnd
+
+
+def round_is_annotator(*, round: Round, user) -> bool:
+    return RoundAnnotator.objects.filter(round=round, user_id=user.pk).exists()
+
+
+@dataclass
+class RoundAccess:
+    role: str | None
+    is_annotator: bool
+    can_manage: bool
+    can_see_report: bool
+    why_not: str = ""
+
+    @property
+    def can_see_disagreements(self) -> bool:
+        return self.can_see_report
+
+
+def round_access(*, user, round: Round) -> RoundAccess:
+    """What the user may open in this round.
+
+    - Managers run rounds and see everything, except a manager who is an annotator of the
+      round while it is draft/open: they are blind like any other annotator.
+    - Annotators and viewers see the report and disagreements only once the round is in review
+      (or closed) and the manager allowed it (``reveal_in_review``).
+    """
+    role = project_role(user=user, project=round.project)
+    is_annotator = round_is_annotator(round=round, user=user)
+    is_manager = role == Membership.Role.MANAGER
+    if round.is_blind and is_annotator:
+        return RoundAccess(role, is_annotator, is_manager, False, "The round is open: labels stay blind until review.")
+    if is_manager:
+        return RoundAccess(role, is_annotator, True, True)
+    if round.is_blind:
+        return RoundAccess(role, is_annotator, False, False, "The round is still open: the report comes after review.")
+    if not round.reveal_in_review:
+        return RoundAccess(role, is_annotator, False, False, "The manager keeps this round's labels hidden.")
+    return RoundAccess(role, is_annotator, False, True)
+
+
+def round_require_report_access(*, user, round: Round) -> RoundAccess:
+    access = round_access(user=user, round=round)
+    if not access.can_see_report:
+        raise PermissionDenied(access.why_not)
+    return access
+
+
+# --------------------------------------------------------------------------------------
+# Sampling (pure core + a thin query)
+# --------------------------------------------------------------------------------------
+
+
+def sample_ids(candidates: Sequence[tuple[int, str]], *, method: str, n: int, seed: int) -> list[int]:
+    """Pick ``n`` trace ids from ``(id, stratum)`` candidates; same inputs, same answer.
+
+    ``random``: a uniform sample without replacement. ``stratified``: every stratum gets its
+    share in proportion to its size (largest remainder), at least one trace, each
+    stratum sampled uniformly; the result is shuffled so strata are interleaved for labelling.
+    """
+    if n < 1:
+        raise ValidationError("The sample size must be at least 1.")
+    pool = sorted(candidates)
+    if n > len(pool):
+        raise ValidationError(
+            f"The sample size ({n}) is larger than the number of traces to sample from ({len(pool)})."
+        )
+    rng = np.random.default_rng(seed)
+    ids = np.array([c[0] for c in pool], dtype=np.int64)
+    if method == "random":
+        return [int(i) for i in rng.choice(ids, size=n, replace=False)]
+    if method != "stratified":
+        raise ValidationError(f"Unknown sampling method {method!r}; expected random or stratified.")
+    strata: dict[str, list[int]] = defaultdict(list)
+    for tid, stratum in pool:
+        strata[stratum].append(tid)
+    keys = sorted(strata)
+    if n < len(keys):
+        raise ValidationError(
+            f"A stratified sample needs at least one trace per stratum: {len(keys)} strata, but the sample size is {n}."
+        )
+    sizes = np.array([len(strata[k]) for k in keys], dtype=float)
+    quota = n * sizes / sizes.sum()
+    alloc = np.minimum(np.maximum(1, np.floor(quota)), sizes).astype(np.int64)
+    # Hamilton's method with a floor of one per stratum: fix the total, ties by stratum order.
+    while alloc.sum() > n:
+        j = max((j for j in range(len(keys)) if alloc[j] > 1), key=lambda j: (alloc[j] - quota[j], -j))
+        alloc[j] -= 1
+    while alloc.sum() < n:
+        j = max((j for j in range(len(keys)) if alloc[j] < sizes[j]), key=lambda j: (quota[j] - alloc[j], -j))
+        alloc[j] += 1
+    chosen: list[int] = []
+    for k, take in zip(keys, alloc, strict=True):
+        chosen.extend(int(i) for i in rng.choice(np.array(strata[k], dtype=np.int64), size=int(take), replace=False))
+    order = rng.permutation(len(chosen))
+    return [chosen[i] for i in order]
+
+
+@dataclass
+class SamplePreview:
+    method: str
+    n: int
+    seed: int
+    stratify_by: str
+    traces: list[Trace]
+    strata: list[tuple[str, int, int]] = field(default_factory=list)  # (stratum, in sample, available)
+    sampling: dict[str, Any] = field(default_factory=dict)  # what Round.sampling stores
+
+
+def round_sample_preview(
+    *,
+    project: Project,
+    method: str,
+    n: int = 0,
+    seed: int = 0,
+    stratify_by: str = "framework",
+    trace_ids: Iterable[int] = (),
+) -> SamplePreview:
+    """The traces a round would get, without creating anything (what the create form shows)."""
+    if method not in SAMPLING_METHODS:
+        raise ValidationError(f"Unknown sampling method {method!r}; expected one of {', '.join(SAMPLING_METHODS)}.")
+    base = Trace.objects.filter(project=project)
+    if method == "manual":
+        wanted = list(dict.fromkeys(int(t) for t in trace_ids))
+        if not wanted:
+            raise ValidationError("Pick at least one trace.")
+        found = {
+            t.pk: t
+            for t in base.filter(pk__in=wanted).only("id", "title", "external_id", "mas_name", "benchmark", "llm_name")
+        }
+        missing = [t for t in wanted if t not in found]
+        if missing:
+            raise ValidationError(f"These trace ids are not in the project: {', '.join(map(str, missing))}.")
+        ids = wanted
+        stratify_by = ""
+    else:
+        if stratify_by not in STRATA_FIELDS:
+            raise ValidationError(f"Unknown stratum {stratify_by!r}; expected one of {', '.join(STRATA_FIELDS)}.")
+        fname = STRATA_FIELDS[stratify_by]
+        candidates = [(tid, s or "(none)") for tid, s in base.values_list("id", fname)]
+        ids = sample_ids(candidates, method=method, n=n, seed=seed)
+        found = {
+            t.pk: t
+            for t in base.filter(pk__in=ids).only("id", "title", "external_id", "mas_name", "benchmark", "llm_name")
+        }
+    traces = [found[i] for i in ids]
+    strata: list[tuple[str, int, int]] = []
+    if method == "stratified":
+        fname = STRATA_FIELDS[stratify_by]
+        available = dict(base.values_list(fname).annotate(n=Count("id")).order_by())
+        picked: dict[str, int] = defaultdict(int)
+        for t in traces:
+            picked[getattr(t, fname) or ""] += 1
+        strata = [(k or "(none)", picked.get(k, 0), v) for k, v in sorted(available.items())]
+    sampling: dict[str, Any] = {"method": method}
+    if method != "manual":
+        sampling.update({"n": n, "seed": seed})
+    if method == "stratified":
+        sampling["stratify_by"] = stratify_by
+        sampling["strata"] = [{"stratum": s, "n": k, "available": a} for s, k, a in strata]
+    return SamplePreview(method, len(traces), seed, stratify_by, traces, strata, sampling)
+
+
+# --------------------------------------------------------------------------------------
+# Progress
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class AnnotatorProgress:
+    user_id: int
+    username: str
+    submitted: int
+    drafts: int
+    total: int
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.submitted / self.total) if self.total else 0
+
+
+@dataclass
+class RoundProgress:
+    n_traces: int
+    annotators: list[AnnotatorProgress]
+    # (trace, {user_id: "submitted" | "draft" | ""}) rows; only filled for those allowed details.
+    rows: list[tuple[Trace, dict[int, str]]]
+
+    @property
+    def submitted(self) -> int:
+        return sum(a.submitted for a in self.annotators)
+
+    @property
+    def expected(self) -> int:
+        return self.n_traces * len(self.annotators)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.submitted / self.expected) if self.expected else 0
+
+    @property
+    def complete(self) -> bool:
+        return self.expected > 0 and self.submitted == self.expected
+
+
+def round_progress(*, round: Round, details: bool = False) -> RoundProgress:
+    """Who has submitted how much; with ``details`` (managers), which trace each has done."""
+    annotators = list(RoundAnnotator.objects.filter(round=round).select_related("user").order_by("user__username"))
+    n_traces = RoundTrace.objects.filter(round=round).count()
+    states: dict[tuple[int, int], str] = {}
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: {"submitted": 0, "draft": 0})
+    for user_id, trace_id, state in Annotation.objects.filter(round=round, rater__user__isnull=False).values_list(
+        "rater__user_id", "trace_id", "state"
+    ):
+        states[(user_id, trace_id)] = state
+        counts[user_id][state] += 1
+    people = [
+        AnnotatorProgress(
+            a.user_id, a.user.username, counts[a.user_id]["submitted"], counts[a.user_id]["draft"], n_traces
+        )
+        for a in annotators
+    ]
+    rows: list[tuple[Trace, dict[int, str]]] = []
+    if details:
+        for rt in (
+            RoundTrace.objects.filter(round=round)
+            .select_related("trace")
+            .only("order", "trace__id", "trace__title", "trace__external_id", "trace__mas_name", "trace__benchmark")
+        ):
+            rows.append((rt.trace, {a.user_id: states.get((a.user_id, rt.trace_id), "") for a in annotators}))
+    return RoundProgress(n_traces, people, rows)
+
+
+# --------------------------------------------------------------------------------------
+# The label matrix
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LabelMatrix:
+    """(raters x traces x modes) labels: 1 present, 0 absent, NaN missing or unsure."""
+
+    labels: np.ndarray
+    raters: list[str]
+    rater_ids: list[int | None]
+    trace_ids: list[int]
+    modes: list[str]
+    mode_ids: list[int]
+    categories: dict[str, str]
+
+
+def round_modes(*, version: TaxonomyVersion) -> list[FailureMode]:
+    return list(FailureMode.objects.filter(version=version).select_related("category").order_by("order", "code"))
+
+
+def round_human_raters(*, round: Round) -> list[tuple[Any, Rater | None]]:
+    """(user, their Rater or None if they never labelled) for the round's annotators, by username."""
+    users = [
+        ra.user for ra in RoundAnnotator.objects.filter(round=round).select_related("user").order_by("user__username")
+    ]
+    existing = {r.user_id: r for r in Rater.objects.filter(user__in=users)}
+    return [(u, existing.get(u.pk)) for u in users]
+
+
+def round_extra_raters(*, round: Round) -> list[Rater]:
+    """Non-human raters with submitted labels on the round's traces under its taxonomy version."""
+    return list(
+        Rater.objects.filter(
+            annotations__round__isnull=True,
+            annotations__taxonomy_version=round.taxonomy_version,
+            annotations__trace__round_traces__round=round,
+        )
+        .exclude(kind=Rater.Kind.HUMAN)
+        .distinct()
+        .order_by("kind", "name")
+    )
+
+
+def rater_set_key(extra_rater_ids: Iterable[int] = ()) -> str:
+    ids = sorted(set(int(i) for i in extra_rater_ids))
+    return HUMANS if not ids else HUMANS + "+" + ",".join(map(str, ids))
+
+
+def rater_set_parse(key: str) -> list[int]:
+    """The extra rater ids of a rater-set key ("humans" or "humans+3,7")."""
+    key = (key or HUMANS).strip()
+    if key == HUMANS:
+        return []
+    head, _, tail = key.partition("+")
+    if head != HUMANS or not tail:
+        raise ValidationError(f"Unknown rater set {key!r}; expected 'humans' or 'humans+<rater ids>'.")
+    try:
+        return sorted({int(x) for x in tail.split(",") if x.strip()})
+    except ValueError:
+        raise ValidationError(f"Rater set {key!r}: rater ids must be integers.")
+
+
+def round_label_matrix(*, round: Round, extra_rater_ids: Sequence[int] = ()) -> LabelMatrix:
+    """Build the matrix from submitted annotations of the round (humans), plus, optionally,
+    non-human raters' submitted labels on the same traces and taxonomy version (round=None)."""
+    modes = round_modes(version=round.taxonomy_version)
+    mode_index = {m.pk: j for j, m in enumerate(modes)}
+    trace_ids = list(RoundTrace.objects.filter(round=round).order_by("order", "id").values_list("trace_id", flat=True))
+    trace_index = {t: i for i, t in enumerate(trace_ids)}
+    humans = round_human_raters(round=round)
+    human_ids = [r.pk for _, r in humans if r is not None]
+    extras: list[Rater] = []
+    if extra_rater_ids:
+        allowed = {r.pk: r for r in round_extra_raters(round=round)}
+        unknown = [i for i in extra_rater_ids if i not in allowed]
+        if unknown:
+            raise ValidationError(
+                f"Rater(s) {', '.join(map(str, unknown))} have no labels on this round's traces "
+                f"with {round.taxonomy_version.label}."
+            )
+        extras = [allowed[i] for i in sorted(set(extra_rater_ids))]
+    names = [u.username for u, _ in humans] + [r.name for r in extras]
+    rater_ids = [r.pk if r else None for _, r in humans] + [r.pk for r in extras]
+    rater_index = {rid: k for k, rid in enumerate(rater_ids) if rid is not None}
+    labels = np.full((len(names), len(trace_ids), len(modes)), np.nan)
+
+    def fill(rows: Iterable[tuple[int, int, int, str]]) -> None:
+        rs, ts, ms, vs = [], [], [], []
+        for rater_id, trace_id, mode_id, decision in rows:
+            value = DECISION_VALUE.get(decision)
+            if value is None or mode_id not in mode_index or trace_id not in trace_index:
+                continue
+            rs.append(rater_index[rater_id])
+            ts.append(trace_index[trace_id])
+            ms.append(mode_index[mode_id])
+            vs.append(value)
+        if rs:
+            labels[np.array(rs), np.array(ts), np.array(ms)] = np.array(vs)
+
+    cols = ("annotation__rater_id", "annotation__trace_id", "mode_id", "decision")
+    fill(
+        ModeLabel.objects.filter(
+            annotation__round=round,
+            annotation__state=Annotation.State.SUBMITTED,
+            annotation__rater_id__in=human_ids,
+        )
+        .order_by()
+        .values_list(*cols)
+        .iterator(chunk_size=20000)
+    )
+    if extras:
+        fill(
+            ModeLabel.objects.filter(
+                annotation__round__isnull=True,
+                annotation__taxonomy_version=round.taxonomy_version,
+                annotation__state=Annotation.State.SUBMITTED,
+                annotation__rater_id__in=[r.pk for r in extras],
+                annotation__trace_id__in=trace_ids,
+            )
+            .order_by()
+            .values_list(*cols)
+            .iterator(chunk_size=20000)
+        )
+    return LabelMatrix(
+        labels=labels,
+        raters=names,
+        rater_ids=rater_ids,
+        trace_ids=trace_ids,
+        modes=[m.code for m in modes],
+        mode_ids=[m.pk for m in modes],
+        categories={m.code: m.category.code for m in modes},
+    )
+
+
+def round_labels_fingerprint_parts(*, round: Round, extra_rater_ids: Sequence[int] = ()) -> list[Any]:
+    """What the stored report depends on, read with two aggregate queries.
+
+    Labels are only written through annotation saves, which bump ``Annotation.updated_at``;
+    the mode-label count catches deletions the annotation timestamp would not.
+    """
+    human = Annotation.objects.filter(round=round)
+    agg = human.aggregate(n=Count("id"), last=Max("updated_at"), n_labels=Count("labels"))
+    parts: list[Any] = [
+        round.taxonomy_version_id,
+        RoundTrace.objects.filter(round=round).aggregate(n=Count("id"), s=Max("id"))["n"],
+        sorted(RoundAnnotator.objects.filter(round=round).values_list("user_id", flat=True)),
+        agg["n"],
+        agg["n_labels"],
+        agg["last"].isoformat() if agg["last"] else None,
+    ]
+    if extra_rater_ids:
+        extra = Annotation.objects.filter(
+            round__isnull=True,
+            taxonomy_version=round.taxonomy_version,
+            rater_id__in=list(extra_rater_ids),
+            trace__round_traces__round=round,
+        ).aggregate(n=Count("id"), last=Max("updated_at"), n_labels=Count("labels"))
+        parts += [
+            list(extra_rater_ids),
+            extra["n"],
+            extra["n_labels"],
+            extra["last"].isoformat() if extra["last"] else None,
+        ]
+    return parts
+
+
+def round_kappa_trend(*, project: Project) -> list[dict[str, Any]]:
+    """Headline kappa (with CI) of every round of the project with a stored human report,
+    in creation order, flagging where the taxonomy version changed from the previous round."""
+    rows = []
+    prev_version = None
+    reports = {
+        r["round_id"]: r
+        for r in AgreementReport.objects.filter(round__project=project, rater_set=HUMANS).values(
+            "round_id",
+            value=KT("data__mean_pairwise_kappa__value"),
+            lo=KT("data__mean_pairwise_kappa__ci__0"),
+            hi=KT("data__mean_pairwise_kappa__ci__1"),
+        )
+    }
+    for rnd in (
+        Round.objects.filter(project=project).select_related("taxonomy_version__taxonomy").order_by("created_at", "id")
+    ):
+        rep = reports.get(rnd.pk)
+        changed = prev_version is not None and rnd.taxonomy_version_id != prev_version
+        prev_version = rnd.taxonomy_version_id
+
+        def num(v: Any) -> float | None:
+            return None if v in (None, "", "null") else float(v)
+
+        rows.append(
+            {
+                "round": rnd,
+                "kappa": num(rep["value"]) if rep else None,
+                "lo": num(rep["lo"]) if rep else None,
+                "hi": num(rep["hi"]) if rep else None,
+                "version": rnd.taxonomy_version.label,
+                "version_changed": changed,
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------------------
+# Units, disagreements, adjudications
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Unit:
+    trace_id: int
+    mode_id: int
+    # user_id -> decision ("present" | "absent" | "unsure" | "" when missing)
+    decisions: dict[int, str]
+
+    @property
+    def unanimous(self) -> str | None:
+        """The shared decision when every annotator said the same present/absent, else None."""
+        values = set(self.decisions.values())
+        if len(values) == 1:
+            (v,) = values
+            if v in (ModeLabel.Decision.PRESENT, ModeLabel.Decision.ABSENT):
+                return v
+        return None
+
+    def majority(self) -> str | None:
+        """Strict majority of the present/absent decisions; None on a tie or without votes."""
+        yes = sum(1 for v in self.decisions.values() if v == ModeLabel.Decision.PRESENT)
+        no = sum(1 for v in self.decisions.values() if v == ModeLabel.Decision.ABSENT)
+        if yes > no:
+            return ModeLabel.Decision.PRESENT
+        if no > yes:
+            return ModeLabel.Decision.ABSENT
+        return None
+
+
+def round_units(*, round: Round) -> list[Unit]:
+    """Every (trace, mode) of the round with each annotator's submitted decision."""
+    user_ids = list(RoundAnnotator.objects.filter(round=round).order_by("user_id").values_list("user_id", flat=True))
+    trace_ids = list(RoundTrace.objects.filter(round=round).order_by("order", "id").values_list("trace_id", flat=True))
+    mode_ids = list(
+        FailureMode.objects.filter(version_id=round.taxonomy_version_id)
+        .order_by("order", "code")
+        .values_list("id", flat=True)
+    )
+    got: dict[tuple[int, int], dict[int, str]] = defaultdict(dict)
+    for user_id, trace_id, mode_id, decision in (
+        ModeLabel.objects.filter(annotation__round=round, annotation__state=Annotation.State.SUBMITTED)
+        .order_by()
+        .values_list("annotation__rater__user_id", "annotation__trace_id", "mode_id", "decision")
+        .iterator(chunk_size=20000)
+    ):
+        got[(trace_id, mode_id)][user_id] = decision
+    return [Unit(t, m, {u: got.get((t, m), {}).get(u, "") for u in user_ids}) for t in trace_ids for m in mode_ids]
+
+
+def round_open_disagreement_count(*, round: Round) -> int:
+    """Units that still need a decision: raters differ (live, from the labels) and no adjudicator
+    or majority decision exists yet."""
+    decided = set(
+        Adjudication.objects.filter(round=round)
+        .exclude(basis=Adjudication.Basis.UNANIMOUS)
+        .values_list("trace_id", "mode_id")
+    )
+    return sum(1 for u in round_units(round=round) if u.unanimous is None and (u.trace_id, u.mode_id) not in decided)
+
+
+@dataclass
+class RaterLabel:
+    username: str
+    decision: str
+    evidence: list
+    rationale: str
+    confidence: float | None
+
+
+@dataclass
+class Disagreement:
+    trace: Trace
+    mode: FailureMode
+    labels: list[RaterLabel]
+    adjudication: Adjudication | None
+    comments: list[DisagreementComment]
+    majority: str | None
+
+    @property
+    def first_step(self) -> int | None:
+        for lab in self.labels:
+            for ev in lab.evidence or []:
+                if isinstance(ev, dict) and isinstance(ev.get("step"), int):
+                    return ev["step"]
+        return None
+
+    @property
+    def key(self) -> str:
+        # Used as an HTML id and in CSS selectors (htmx targets): no dots.
+        return f"{self.trace.pk}-{self.mode.code}".replace(".", "_")
+
+
+class DisagreementList(Sequence):
+    """The disagreements of a round as a lazy sequence: ``len()`` is cheap (units only) and a
+    slice loads labels, comments and traces for just that slice, so a paginator (Django's or
+    DRF's) reads one page of a 1,642-trace round, not all of it."""
+
+    def __init__(
+        self, *, round: Round, user, units: list[Unit], adjudications: dict, modes: dict, n_open: int = 0
+    ) -> None:
+        self.round, self.user, self.units = round, user, units
+        self.adjudications, self.modes = adjudications, modes
+        self.n_open = n_open  # units of the whole round still needing a decision (before filters)
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._detail(self.units[index])
+        return self._detail([self.units[index]])[0]
+
+    def __iter__(self):
+        return iter(self._detail(self.units))
+
+    def _detail(self, units: list[Unit]) -> list[Disagreement]:
+        if not units:
+            return []
+        rnd = self.round
+        trace_ids = {u.trace_id for u in units}
+        mode_ids = {u.mode_id for u in units}
+        visible = annotations_visible_to(
+            user=self.user, project=rnd.project, qs=Annotation.objects.filter(round=rnd, trace_id__in=trace_ids)
+        ).filter(state=Annotation.State.SUBMITTED)
+        labels: dict[tuple[int, int], dict[int, ModeLabel]] = defaultdict(dict)
+        for lab in ModeLabel.objects.filter(annotation__in=visible, mode_id__in=mode_ids).select_related(
+            "annotation__rater"
+        ):
+            labels[(lab.annotation.trace_id, lab.mode_id)][lab.annotation.rater.user_id] = lab
+        users = sorted(
+            RoundAnnotator.objects.filter(round=rnd).values_list("user_id", "user__username"), key=lambda kv: kv[1]
+        )
+        comments: dict[tuple[int, int], list[DisagreementComment]] = defaultdict(list)
+        for c in DisagreementComment.objects.filter(round=rnd, trace_id__in=trace_ids).select_related("author"):
+            comments[(c.trace_id, c.mode_id)].append(c)
+        # Trace text can be megabytes: only what the page shows.
+        traces = Trace.objects.only("id", "project_id", "title", "external_id", "mas_name").in_bulk(trace_ids)
+        out = []
+        for u in units:
+            key = (u.trace_id, u.mode_id)
+            row = []
+            for uid, username in users:
+                lab = labels[key].get(uid)
+                row.append(
+                    RaterLabel(
+                        username=username,
+                        decision=lab.decision if lab else ("hidden" if u.decisions.get(uid) else ""),
+                        evidence=lab.evidence if lab else [],
+                        rationale=lab.rationale if lab else "",
+                        confidence=lab.confidence if lab else None,
+                    )
+                )
+            out.append(
+                Disagreement(
+                    trace=traces[u.trace_id],
+                    mode=self.modes[u.mode_id],
+                    labels=row,
+                    adjudication=self.adjudications.get(key),
+                    comments=comments.get(key, []),
+                    majority=u.majority(),
+                )
+            )
+        return out
+
+
+def round_disagreements(
+    *, round: Round, user, mode_code: str | None = None, status: str = "all", trace_id: int | None = None
+) -> DisagreementList:
+    """Every (trace, mode) where the round's raters differ (or someone was unsure / missing),
+    with each rater's label side by side. Labels pass through the blind rule for the viewer.
+
+    ``status``: "all", "open" (no consensus yet) or "decided" (adjudicated).
+    Units decided unanimously are not disagreements and never appear here.
+    Returns a lazy sequence (see ``DisagreementList``): slice it to page it.
+    """
+    units = [u for u in round_units(round=round) if u.unanimous is None]
+    adjudications = {
+        (a.trace_id, a.mode_id): a
+        for a in Adjudication.objects.filter(round=round)
+        .exclude(basis=Adjudication.Basis.UNANIMOUS)
+        .select_related("by")
+    }
+    n_open = sum(1 for u in units if (u.trace_id, u.mode_id) not in adjudications)
+    if trace_id is not None:
+        units = [u for u in units if u.trace_id == trace_id]
+    modes = {m.pk: m for m in round_modes(version=round.taxonomy_version)}
+    if mode_code:
+        units = [u for u in units if modes[u.mode_id].code == mode_code]
+    if status == "open":
+        units = [u for u in units if (u.trace_id, u.mode_id) not in adjudications]
+    elif status == "decided":
+        units = [u for u in units if (u.trace_id, u.mode_id) in adjudications]
+    return DisagreementList(
+        round=round, user=user, units=units, adjudications=adjudications, modes=modes, n_open=n_open
+    )
+
+
+def round_adjudications(*, round: Round) -> QuerySet[Adjudication]:
+    return (
+        Adjudication.objects.filter(round=round)
+        .select_related("mode", "by", "trace")
+        .order_by("trace_id", "mode__order", "mode__code")
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The project's agreed labels (input of the export)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgreedLabel:
+    trace_id: int
+    mode_code: str
+    mode_id: int
+    taxonomy_version_id: int
+    decision: str  # "present" | "absent"
+    basis: str  # "unanimous" | "adjudicated" | "majority"
+    round_id: int
+    note: str
+
+
+def agreed_labels(
+    *,
+    project: Project,
+    taxonomy_version: TaxonomyVersion | None = None,
+    trace_ids: Iterable[int] | None = None,
+) -> list[AgreedLabel]:
+    """The project's agreed labels: the consensus (Adjudication rows) of its CLOSED rounds.
+
+    One row per (trace, taxonomy version, mode code). When a trace was in several closed rounds
+    with the same taxonomy version, the most recently closed round wins. Units a closed round
+    left without consensus (an imported tie) have no row. Filter by ``taxonomy_version`` to get
+    labels in one version's codes (label migration across versions is the export's business).
+    Ordered by trace id, then mode order.
+    """
+    qs = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
+    if taxonomy_version is not None:
+        qs = qs.filter(round__taxonomy_version=taxonomy_version)
+    if trace_ids is not None:
+        qs = qs.filter(trace_id__in=list(trace_ids))
+    rows = qs.order_by("trace_id", "mode__order", "mode__code", "-round__closed_at", "-round_id").values_list(
+        "trace_id", "mode__code", "mode_id", "round__taxonomy_version_id", "decision", "basis", "round_id", "note"
+    )
+    out: list[AgreedLabel] = []
+    seen: set[tuple[int, int, str]] = set()
+    for trace_id, code, mode_id, version_id, decision, basis, round_id, note in rows:
+        key = (trace_id, version_id, code)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(AgreedLabel(trace_id, code, mode_id, version_id, decision, basis, round_id, note))
+    return out
+
+
+def project_annotator_choices(*, project: Project) -> QuerySet:
+    """Members who may annotate (annotators and managers)."""
+    from django.contrib.auth import get_user_model
+
+    return (
+        get_user_model()
+        .objects.filter(
+            memberships__project=project,
+            memberships__role__in=[Membership.Role.ANNOTATOR, Membership.Role.MANAGER],
+            is_active=True,
+        )
+        .order_by("username")
+    )
+
+
+def round_versions_for_project(*, project: Project) -> QuerySet[TaxonomyVersion]:
+    """Taxonomy versions a round may use: published ones and drafts (opening publishes a draft)."""
+    return TaxonomyVersion.objects.select_related("taxonomy").order_by("taxonomy__name", "number")

@@ -1,0 +1,21 @@
+"""HTML routes of calibration rounds (namespace "annotations")."""
+
+from django.urls import path
+
+from annotations.rounds import views
+
+R = "p/<slug:slug>/rounds/<int:pk>/"
+D = R + "disagreements/<int:trace_id>/<str:code>/"
+
+urlpatterns = [
+    path("p/<slug:slug>/rounds/", views.round_list, name="round_list"),
+    path("p/<slug:slug>/rounds/new/", views.round_new, name="round_new"),
+    path("p/<slug:slug>/rounds/preview/", views.round_preview, name="round_preview"),
+    path(R, views.round_detail, name="round_detail"),
+    path(R + "report/", views.round_report_page, name="round_report"),
+    path(R + "disagreements/", views.round_disagreements_page, name="round_disagreements"),
+    path(D + "adjudicate/", views.disagreement_adjudicate, name="disagreement_adjudicate"),
+    path(D + "comments/", views.disagreement_comment, name="disagreement_comment"),
+    path(R + "revise/<str:code>/", views.round_revise, name="round_revise"),
+    path(R + "<str:action>/", views.round_action, name="round_action"),
+]

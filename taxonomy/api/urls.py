@@ -1,8 +1,0 @@
-from django.urls import path
-
-from . import views
-
-urlpatterns = [
-    path("taxonomy-versions/", views.VersionListApi.as_view(), name="api-taxonomy-version-list"),
-    path("taxonomy-versions/<int:pk>/", views.VersionDetailApi.as_view(), name="api-taxonomy-version-detail"),
-]

@@ -1,0 +1,50 @@
+"""The demo's rounds: a closed adjudicated pilot, a refined version, a second round in review;
+running the step twice changes nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotations.demo import seed_users_and_project
+from annotations.models import Adjudication, AgreementReport, Annotation, DisagreementComment, Round
+from annotations.rounds.demo import seed
+from taxonomy.models import ModeMapping
+
+
+@pytest.fixture
+def ctx(db):
+    from traces.importing.demo import seed as seed_traces
+
+    c = seed_users_and_project()
+    seed_traces(c)
+    return c
+
+
+def test_demo_seeds_a_closed_round_a_refined_version_and_a_round_in_review(ctx):
+    seed(ctx)
+    pilot = Round.objects.get(project=ctx.project, name="Pilot round")
+    second = Round.objects.get(project=ctx.project, name="Round 2")
+    assert pilot.state == "closed" and second.state == "review"
+    assert not Adjudication.objects.filter(round=pilot).exclude(basis__in=["unanimous", "adjudicated"]).exists()
+    assert Adjudication.objects.filter(round=pilot, basis="adjudicated").count() >= 5
+    assert AgreementReport.objects.filter(round__in=[pilot, second], rater_set="humans").count() == 2
+    assert second.taxonomy_version.parent_id == pilot.taxonomy_version_id
+    assert ModeMapping.objects.get(version=second.taxonomy_version, new_code="2.5").kind == "edit"
+    assert DisagreementComment.objects.filter(round=pilot).count() == 2
+
+
+def test_demo_rounds_step_is_idempotent(ctx):
+    seed(ctx)
+    counts = (
+        Round.objects.count(),
+        Annotation.objects.count(),
+        Adjudication.objects.count(),
+        DisagreementComment.objects.count(),
+    )
+    seed(ctx)
+    assert counts == (
+        Round.objects.count(),
+        Annotation.objects.count(),
+        Adjudication.objects.count(),
+        DisagreementComment.objects.count(),
+    )

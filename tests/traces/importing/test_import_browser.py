@@ -1,0 +1,78 @@
+"""A manager uploads a trace on the import page, watches the progress bar finish, opens the trace."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+def test_manager_uploads_watches_progress_and_opens_the_trace(
+    celery_worker_process, live_server, page, login, screenshot, project, manager, demo_data
+):
+    login(page, manager)
+    page.goto(f"{live_server.url}/p/{project.slug}/import/")
+    page.set_input_files(
+        "input[name=files]",
+        [str(demo_data / "appworld" / "demo_5e1f0aa_1.txt"), str(demo_data / "openmanus" / "demo_openmanus.log")],
+    )
+    screenshot(page, "import-page")
+    page.click(".import-form button[type=submit]")
+
+    page.wait_for_url(re.compile(r"/import/\d+/$"))
+    page.wait_for_selector("#import-job[data-status=done]", timeout=60000)
+    assert page.inner_text(".import-percent") == "100%"
+    assert page.inner_text("[data-figure=imported]") == "2"
+    assert page.inner_text("[data-figure=duplicates]") == "0"
+    screenshot(page, "import-result")
+
+    page.click(".import-traces a:has-text('demo_5e1f0aa_1.txt')")
+    page.wait_for_url(re.compile(rf"/p/{project.slug}/traces/\d+/$"))
+    assert "Road Trip" in page.content()
+    screenshot(page, "import-opened-trace")
+
+    page.goto(f"{live_server.url}/p/{project.slug}/import/")
+    assert page.inner_text(".import-jobs tbody tr:first-child td:nth-child(5)") == "done"
+    screenshot(page, "import-page-with-jobs")
+
+
+def test_a_bad_file_shows_the_exact_error_on_the_result_page(
+    celery_worker_process, live_server, page, login, screenshot, project, manager, tmp_path
+):
+    bad = tmp_path / "broken.json"
+    bad.write_text('[\n{"role": "user", "content": "a"},\n{"role": "user" "content": "b"}\n]')
+    login(page, manager)
+    page.goto(f"{live_server.url}/p/{project.slug}/import/")
+    page.set_input_files("input[name=files]", str(bad))
+    page.click(".import-form button[type=submit]")
+
+    page.wait_for_selector("#import-job[data-status=failed]", timeout=60000)
+    assert "broken.json, line 3: invalid JSON" in page.inner_text(".import-error-text")
+    assert page.inner_text("[data-figure=imported]") == "0"
+    screenshot(page, "import-failed")
+
+
+def test_the_job_page_polls_the_progress_bar_until_the_job_ends(
+    live_server, page, login, screenshot, project, manager, settings, tmp_path
+):
+    from traces.importing.service import ImportProgress, _write_progress
+    from traces.models import ImportJob
+
+    settings.MEDIA_ROOT = tmp_path  # where the job's progress file lives
+    job = ImportJob.objects.create(
+        project=project, created_by=manager, status="running", bytes_total=200_000_000, file_names=["MAD_full.json"]
+    )
+    _write_progress(job.pk, ImportProgress(bytes_done=80_000_000, bytes_total=200_000_000, imported=657, duplicates=3))
+    login(page, manager)
+    page.goto(f"{live_server.url}/p/{project.slug}/import/{job.pk}/")
+
+    assert page.inner_text(".import-percent") == "40%"
+    assert page.get_attribute(".import-bar", "aria-valuenow") == "40"
+    assert "657 traces so far" in page.inner_text(".import-figures")
+    screenshot(page, "import-running")
+
+    ImportJob.objects.filter(pk=job.pk).update(status="done", n_imported=1639, n_duplicates=3, bytes_done=200_000_000)
+    page.wait_for_selector("#import-job[data-status=done]", timeout=5000)  # the next 500 ms poll
+    assert page.inner_text("[data-figure=imported]") == "1,639"

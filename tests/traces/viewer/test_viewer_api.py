@@ -1,0 +1,177 @@
+"""The viewer API: trace detail, steps windows, outline, raw text, search inside a trace."""
+
+import pytest
+
+from tests.traces.viewer_factories import chatdev_log, trace_from_text
+from traces.viewer.selectors import trace_search, trace_steps_window
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>window.__xss=1</script>"
+
+
+@pytest.fixture
+def trace(project):
+    return trace_from_text(project, chatdev_log(lines=600, long_step_every=9, marker=XSS), filename="t.log")
+
+
+def api(trace, tail=""):
+    return f"/api/projects/demo/traces/{trace.pk}/{tail}"
+
+
+def test_detail_has_metadata_and_stats_not_raw_text(client, viewer, trace):
+    client.force_login(viewer)
+    body = client.get(api(trace)).json()
+    assert body["framework"] == "ChatDev"
+    assert body["stats"]["steps"] == trace.n_steps
+    assert body["stats"]["lines"] == trace.n_lines
+    assert "raw_text" not in body
+
+
+def test_steps_window_returns_the_asked_range(client, viewer, trace):
+    client.force_login(viewer)
+    body = client.get(api(trace, "steps/?start=10&limit=5")).json()
+    assert [s["index"] for s in body["steps"]] == [10, 11, 12, 13, 14]
+    assert body["next_start"] == 15
+    assert body["total"] == trace.n_steps
+    step = body["steps"][0]
+    assert step["line_end"] >= step["line_start"]
+    assert step["content"].count("\n") == step["line_end"] - step["line_start"]
+
+
+def test_steps_window_at_the_end_has_no_next(client, viewer, trace):
+    client.force_login(viewer)
+    body = client.get(api(trace, f"steps/?start={trace.n_steps - 2}&limit=50")).json()
+    assert [s["index"] for s in body["steps"]] == [trace.n_steps - 2, trace.n_steps - 1]
+    assert body["next_start"] is None
+
+
+def test_steps_window_past_the_end_is_empty(client, viewer, trace):
+    client.force_login(viewer)
+    body = client.get(api(trace, f"steps/?start={trace.n_steps + 5}")).json()
+    assert body["steps"] == []
+    assert body["next_start"] is None
+
+
+@pytest.mark.parametrize("query", ["start=-1", "limit=0", "limit=201", "start=abc"])
+def test_steps_window_rejects_bad_bounds(client, viewer, trace, query):
+    client.force_login(viewer)
+    r = client.get(api(trace, f"steps/?{query}"))
+    assert r.status_code == 400
+
+
+def test_steps_window_max_lines_keeps_at_least_one_step(trace):
+    steps = trace_steps_window(trace=trace, start=0, limit=200, max_lines=1)
+    assert len(steps) == 1
+    steps = trace_steps_window(trace=trace, start=0, limit=200, max_lines=100)
+    assert sum(s.line_end - s.line_start + 1 for s in steps) <= 100
+
+
+def test_steps_of_one_agent_share_a_colour(client, viewer, trace):
+    client.force_login(viewer)
+    steps = client.get(api(trace, "steps/?start=0&limit=40")).json()["steps"]
+    hues = {}
+    for s in steps:
+        hues.setdefault(s["agent"], set()).add(s["hue"])
+    assert all(len(h) == 1 for h in hues.values())
+    assert hues[""] == {-1}
+    named = [next(iter(h)) for a, h in hues.items() if a]
+    assert len(set(named)) == len(named)
+
+
+def test_outline_lists_every_step(client, viewer, trace):
+    client.force_login(viewer)
+    body = client.get(api(trace, "outline/")).json()
+    assert len(body["a"]) == len(body["ls"]) == len(body["le"]) == trace.n_steps
+    assert len(body["hues"]) == len(body["agents"])
+    assert body["ls"] == sorted(body["ls"])
+
+
+def test_raw_is_plain_text_exactly_as_imported(client, viewer, trace):
+    client.force_login(viewer)
+    r = client.get(api(trace, "raw/"))
+    assert r.status_code == 200
+    assert r["Content-Type"].startswith("text/plain")
+    assert r["X-Content-Type-Options"] == "nosniff"
+    assert r.content.decode() == trace.raw_text
+
+
+def test_search_finds_every_occurrence_with_step_and_line(client, viewer, trace):
+    client.force_login(viewer)
+    body = client.get(api(trace, "search/?q=turn 7:")).json()
+    lines = trace.raw_text.split("\n")
+    expected = [n for n, text in enumerate(lines, start=1) if "turn 7:" in text]
+    assert [h["line"] for h in body["hits"]] == expected
+    assert body["count"] == len(expected)
+    for hit in body["hits"]:
+        assert "turn 7:" in hit["snippet"]
+        assert lines[hit["line"] - 1][hit["col"] : hit["col"] + 7] == "turn 7:"
+    assert {h["step"] for h in body["hits"]} == {8}
+
+
+def test_search_is_case_insensitive(trace):
+    assert trace_search(trace=trace, q="RENAME_PHOTOS.PY --DRY-RUN; <SCRIPT>").count == trace.raw_text.count(
+        "rename_photos.py --dry-run; <script>"
+    )
+
+
+def test_search_finds_several_hits_on_one_line(project):
+    t = trace_from_text(project, "alpha beta alpha\n\ngamma alpha\n", format="plaintext", filename="p.txt")
+    hits = trace_search(trace=t, q="alpha").hits
+    assert [(h.line, h.col) for h in hits] == [(1, 0), (1, 11), (3, 6)]
+
+
+def test_search_caps_hits(trace):
+    result = trace_search(trace=trace, q="turn", max_hits=10)
+    assert result.count == 10
+    assert result.truncated
+
+
+def test_search_with_one_character_finds_nothing(client, viewer, trace):
+    client.force_login(viewer)
+    assert client.get(api(trace, "search/?q=t")).json()["count"] == 0
+
+
+def test_search_needs_q(client, viewer, trace):
+    client.force_login(viewer)
+    assert client.get(api(trace, "search/")).status_code == 400
+
+
+def test_search_snippet_of_a_long_line_is_cut_around_the_hit(project):
+    line = "x" * 500 + " needle " + "y" * 500
+    t = trace_from_text(project, line + "\n", format="plaintext", filename="long.txt")
+    hit = trace_search(trace=t, q="needle").hits[0]
+    assert "needle" in hit.snippet
+    assert len(hit.snippet) <= 122
+
+
+@pytest.mark.parametrize("role", ["viewer", "annotator", "manager"])
+def test_every_role_can_read_a_trace(client, request, trace, role):
+    client.force_login(request.getfixturevalue(role))
+    assert client.get(api(trace, "steps/")).status_code == 200
+
+
+@pytest.mark.parametrize("tail", ["", "steps/", "outline/", "raw/", "search/?q=turn"])
+def test_outsider_gets_404_on_every_viewer_endpoint(client, outsider, trace, tail):
+    client.force_login(outsider)
+    assert client.get(api(trace, tail)).status_code == 404
+
+
+@pytest.mark.parametrize("tail", ["", "steps/", "outline/", "raw/", "search/?q=turn"])
+def test_trace_of_another_project_is_404_on_every_endpoint(client, viewer, project, tail):
+    from tests.factories import ProjectFactory
+
+    foreign = trace_from_text(ProjectFactory(slug="other"), chatdev_log(lines=40), filename="f.log")
+    client.force_login(viewer)
+    assert client.get(api(foreign, tail)).status_code == 404
+
+
+def test_anonymous_gets_no_trace_data(client, trace):
+    assert client.get(api(trace, "steps/")).status_code in (401, 403)
+
+
+def test_steps_api_query_count_is_pinned(client, viewer, trace, django_assert_num_queries):
+    client.force_login(viewer)
+    # session, user, project, role, trace, steps, agent colours
+    with django_assert_num_queries(7):
+        client.get(api(trace, "steps/?start=0&limit=200"))

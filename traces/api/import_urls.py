@@ -1,8 +1,0 @@
-from django.urls import path
-
-from . import import_views
-
-urlpatterns = [
-    path("projects/<slug:slug>/imports/", import_views.ImportJobListApi.as_view(), name="api-import-list"),
-    path("projects/<slug:slug>/imports/<int:pk>/", import_views.ImportJobDetailApi.as_view(), name="api-import-detail"),
-]

@@ -1,0 +1,49 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+
+from traces.importing.serializers import ImportJobIn, ImportJobOut
+from traces.importing.service import TraceImportError, import_job_create
+from traces.models import ImportJob
+from traces.projects.permissions import ProjectScopedMixin
+
+
+class ImportJobListApi(ProjectScopedMixin, generics.ListAPIView):
+    """Import jobs of the project, newest first (managers). POST uploads files as a new job."""
+
+    capability = "manage"
+    serializer_class = ImportJobOut
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_queryset(self):
+        return ImportJob.objects.filter(project=self.project).select_related("created_by").order_by("-created_at")
+
+    @extend_schema(
+        request={"multipart/form-data": ImportJobIn},
+        responses={202: ImportJobOut},
+        description="Upload trace files or zips; the import runs in the background. Poll the job for progress.",
+    )
+    def post(self, request, slug):
+        data = ImportJobIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            job = import_job_create(
+                project=self.project,
+                by=request.user,
+                files=data.validated_data["files"],
+                format=data.validated_data["format"],
+            )
+        except TraceImportError as e:
+            return Response({"detail": str(e)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(ImportJobOut(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ImportJobDetailApi(ProjectScopedMixin, generics.RetrieveAPIView):
+    """One import job: status, live progress while it runs, the result or the exact error."""
+
+    capability = "manage"
+    serializer_class = ImportJobOut
+
+    def get_queryset(self):
+        return ImportJob.objects.filter(project=self.project).select_related("created_by")

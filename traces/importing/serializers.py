@@ -1,0 +1,62 @@
+from rest_framework import serializers
+
+from traces.importing.service import IMPORT_FORMATS, import_job_progress
+from traces.models import ImportJob
+
+
+class ImportJobIn(serializers.Serializer):
+    files = serializers.ListField(
+        child=serializers.FileField(allow_empty_file=True), allow_empty=False, help_text="Trace files or .zip files."
+    )
+    format = serializers.ChoiceField(choices=IMPORT_FORMATS, default="auto")
+
+
+class ImportJobOut(serializers.ModelSerializer):
+    created_by = serializers.CharField(source="created_by.username", default=None)
+    bytes_done = serializers.SerializerMethodField()
+    percent = serializers.SerializerMethodField()
+    n_imported = serializers.SerializerMethodField()
+    n_duplicates = serializers.SerializerMethodField()
+    n_failed = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id",
+            "status",
+            "format",
+            "file_names",
+            "bytes_total",
+            "bytes_done",
+            "percent",
+            "n_imported",
+            "n_duplicates",
+            "n_failed",
+            "error",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+    def _figures(self, job: ImportJob) -> dict:
+        cache = self.context.setdefault("_figures", {})
+        if job.pk not in cache:
+            cache[job.pk] = import_job_progress(job=job)
+        return cache[job.pk]
+
+    def get_bytes_done(self, job: ImportJob) -> int:
+        return self._figures(job)["bytes_done"]
+
+    def get_percent(self, job: ImportJob) -> int:
+        return self._figures(job)["percent"]
+
+    def get_n_imported(self, job: ImportJob) -> int:
+        return self._figures(job)["n_imported"]
+
+    def get_n_duplicates(self, job: ImportJob) -> int:
+        return self._figures(job)["n_duplicates"]
+
+    def get_n_failed(self, job: ImportJob) -> int:
+        """Files refused: an import is all or nothing, so a failed job failed whole on one file."""
+        return 1 if job.status == ImportJob.Status.FAILED else 0

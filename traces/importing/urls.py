@@ -1,0 +1,13 @@
+from django.urls import path
+
+from traces.importing import views as import_views
+
+urlpatterns = [
+    path("p/<slug:slug>/import/", import_views.import_page, name="import_page"),
+    path("p/<slug:slug>/import/<int:pk>/", import_views.import_job_detail, name="import_job_detail"),
+    path(
+        "p/<slug:slug>/import/<int:pk>/progress/",
+        import_views.import_job_progress_partial,
+        name="import_job_progress",
+    ),
+]

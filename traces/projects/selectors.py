@@ -1,0 +1,57 @@
+"""Reads about projects, memberships and traces, always scoped to what a user may see."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, QuerySet
+from django.http import Http404
+
+from traces.models import Membership, Project
+
+# What each role may do in a project. Site admins (superusers) may do everything everywhere.
+CAPABILITIES: dict[str, frozenset[str]] = {
+    Membership.Role.VIEWER: frozenset({"view"}),
+    Membership.Role.ANNOTATOR: frozenset({"view", "annotate"}),
+    Membership.Role.MANAGER: frozenset({"view", "annotate", "manage"}),
+}
+
+
+def project_list_for_user(*, user) -> QuerySet[Project]:
+    qs = Project.objects.all() if user.is_superuser else Project.objects.filter(memberships__user=user)
+    return qs.annotate(n_traces=Count("traces", distinct=True)).order_by("name")
+
+
+def project_role(*, user, project: Project) -> str | None:
+    """The user's role in the project ("manager" for site admins), or None for non-members."""
+    if not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return Membership.Role.MANAGER
+    cache = getattr(user, "_project_roles", None)
+    if cache is None:
+        cache = user._project_roles = {}
+    if project.pk not in cache:
+        cache[project.pk] = Membership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+    return cache[project.pk]
+
+
+def user_can(*, user, project: Project, capability: str) -> bool:
+    role = project_role(user=user, project=project)
+    return bool(role) and capability in CAPABILITIES[role]
+
+
+def project_get_for_user(*, user, slug: str, capability: str = "view") -> tuple[Project, str]:
+    """The project and the user's role; 404 for non-members (no leak), 403 for a missing right."""
+    project = Project.objects.select_related("taxonomy_version__taxonomy").filter(slug=slug).first()
+    if project is None:
+        raise Http404("No such project.")
+    role = project_role(user=user, project=project)
+    if role is None:
+        raise Http404("No such project.")
+    if capability not in CAPABILITIES[role]:
+        raise PermissionDenied(f"Your role in {project.name} ({role}) does not allow this.")
+    return project, role
+
+
+def project_members(*, project: Project) -> QuerySet[Membership]:
+    return project.memberships.select_related("user").order_by("role", "user__username")

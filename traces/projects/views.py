@@ -1,0 +1,114 @@
+"""Project and account pages. Trace list, viewer and import pages live in viewer_views.py."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+from rest_framework.authtoken.models import Token
+
+from traces.models import Membership
+from traces.projects.overview import project_overview
+from traces.projects.selectors import project_get_for_user, project_list_for_user, project_members
+from traces.projects.services import membership_remove, membership_set, project_create
+
+User = get_user_model()
+
+
+@login_required
+def home(request):
+    projects = project_list_for_user(user=request.user)
+    return render(request, "traces/projects/home.html", {"projects": projects, "nav": "projects"})
+
+
+class ProjectForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    slug = forms.SlugField(
+        max_length=80, required=False, help_text="Short name for URLs and commands; from the name if empty."
+    )
+    description = forms.CharField(widget=forms.Textarea, required=False)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_new(request):
+    if not (request.user.is_staff or request.user.has_perm("traces.add_project")):
+        raise PermissionDenied("Only site admins create projects.")
+    form = ProjectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            project = project_create(by=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Project {project.name} created.")
+            return redirect("project_detail", slug=project.slug)
+    return render(request, "traces/projects/new.html", {"form": form, "nav": "projects"})
+
+
+@login_required
+def project_detail(request, slug):
+    project, role = project_get_for_user(user=request.user, slug=slug)
+    return render(
+        request,
+        "traces/projects/detail.html",
+        {"project": project, "role": role, "nav": "projects", "tab": "overview", **project_overview(project=project)},
+    )
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Membership.Role.choices)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_members_page(request, slug):
+    project, role = project_get_for_user(user=request.user, slug=slug)
+    form = MemberForm(request.POST or None)
+    if request.method == "POST":
+        project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
+        try:
+            if "remove" in request.POST:
+                user = User.objects.get(username=request.POST["remove"])
+                membership_remove(project=project, user=user)
+                messages.success(request, f"{user.username} removed.")
+                return redirect("project_members", slug=slug)
+            if form.is_valid():
+                user = User.objects.filter(username=form.cleaned_data["username"]).first()
+                if user is None:
+                    form.add_error("username", "No user with this username.")
+                else:
+                    membership_set(project=project, user=user, role=form.cleaned_data["role"])
+                    messages.success(request, f"{user.username} is now {form.cleaned_data['role']}.")
+                    return redirect("project_members", slug=slug)
+        except (ValidationError, User.DoesNotExist) as exc:
+            messages.error(request, "; ".join(getattr(exc, "messages", [str(exc)])))
+    return render(
+        request,
+        "traces/projects/members.html",
+        {
+            "project": project,
+            "role": role,
+            "members": project_members(project=project),
+            "form": form,
+            "nav": "projects",
+            "tab": "members",
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile(request):
+    token = Token.objects.filter(user=request.user).first()
+    if request.method == "POST":
+        if token:
+            token.delete()
+        token = Token.objects.create(user=request.user)
+        messages.success(request, "A new API token was created; the old one no longer works.")
+        return redirect("profile")
+    memberships = request.user.memberships.select_related("project").order_by("project__name")
+    return render(request, "traces/projects/profile.html", {"token": token, "memberships": memberships})

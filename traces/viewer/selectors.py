@@ -1,0 +1,481 @@
+"""Reads for the trace list and the trace viewer, always scoped to a project the caller may see.
+
+Nothing here loads ``Trace.raw_text`` except ``trace_raw_text`` / ``trace_raw_lines``: a project
+holds thousands of traces of ~100 KB each and the list must stay cheap. The "labelled" filter
+means "a person has submitted labels for it" (imported sources and LLM judges do not count: a
+MAST-Data import would otherwise mark every trace labelled). It is an EXISTS subquery on the
+``annotations`` reverse relation, so traces never imports the annotations app.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import cached_property
+
+from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Substr
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from traces.models import Project, Step, Trace
+from traces.projects.selectors import user_can
+
+PAGE_SIZE = 50
+# The first window of the viewer: at most this many steps and (about) this many lines.
+FIRST_WINDOW_STEPS = 60
+FIRST_WINDOW_LINES = 1500
+STEPS_WINDOW_MAX = 200
+SEARCH_MAX_HITS = 2000
+SEARCH_MIN_CHARS = 2
+RAW_PAGE_LINES = 1000
+COLLAPSE_OVER_LINES = 40  # longer steps show their first COLLAPSED_HEAD lines and a "show all"
+COLLAPSED_HEAD = 12
+
+SORTS: dict[str, tuple[str, ...]] = {
+    "newest": ("-id",),
+    "oldest": ("id",),
+    "size": ("-size_bytes", "-id"),
+    "steps": ("-n_steps", "-id"),
+    "agents": ("-n_agents", "-id"),
+    "framework": ("mas_name", "-id"),
+}
+OUTCOMES = ("success", "failure", "unknown")
+
+# Columns the list shows; everything else (raw_text above all) stays in the database.
+LIST_FIELDS = (
+    "id",
+    "project_id",
+    "mas_name",
+    "llm_name",
+    "benchmark",
+    "external_id",
+    "title",
+    "format",
+    "size_bytes",
+    "outcome",
+    "n_steps",
+    "n_agents",
+    "n_lines",
+    "imported_at",
+)
+TASK_HEAD_CHARS = 160
+
+
+@dataclass(frozen=True)
+class TraceFilters:
+    """The list's query string, validated: unknown values fall back to "no filter"."""
+
+    framework: str = ""
+    llm: str = ""
+    benchmark: str = ""
+    outcome: str = ""  # success / failure / unknown / ""
+    labelled: str = ""  # "yes" / "no" / ""
+    q: str = ""
+    sort: str = "newest"
+
+    @classmethod
+    def from_query(cls, data) -> TraceFilters:
+        def get(name: str) -> str:
+            return (data.get(name) or "").strip()[:300]
+
+        outcome = get("outcome")
+        labelled = get("labelled")
+        sort = get("sort")
+        return cls(
+            framework=get("framework"),
+            llm=get("llm"),
+            benchmark=get("benchmark"),
+            outcome=outcome if outcome in OUTCOMES else "",
+            labelled=labelled if labelled in ("yes", "no") else "",
+            q=get("q"),
+            sort=sort if sort in SORTS else "newest",
+        )
+
+    def is_filtered(self) -> bool:
+        return any((self.framework, self.llm, self.benchmark, self.outcome, self.labelled, self.q))
+
+    def querystring(self, **override) -> str:
+        """The filters as a query string (for pagination and sort links), without empty values."""
+        from urllib.parse import urlencode
+
+        values = {
+            "framework": self.framework,
+            "llm": self.llm,
+            "benchmark": self.benchmark,
+            "outcome": self.outcome,
+            "labelled": self.labelled,
+            "q": self.q,
+            "sort": self.sort if self.sort != "newest" else "",
+        }
+        values.update(override)
+        return urlencode({k: v for k, v in values.items() if v})
+
+
+def _submitted_annotations(trace_ref) -> QuerySet:
+    # The related model is annotations.Annotation; reached through the reverse relation so that
+    # traces never imports the annotations app.
+    annotation_model = Trace.annotations.rel.related_model
+    return annotation_model.objects.filter(trace=trace_ref, state="submitted", rater__kind="human")
+
+
+def trace_list_for_user(*, user, project: Project, filters: TraceFilters | None = None) -> QuerySet[Trace]:
+    """Traces of a project the user may view, filtered and sorted (404 for non-members).
+
+    Rows carry only the list's columns plus ``task_head`` (the first characters of the task)
+    and ``is_labelled``. The role check is cached on the user by project_get_for_user, so it
+    costs no query after it.
+    """
+    if not user_can(user=user, project=project, capability="view"):
+        raise Http404("No such project.")
+    f = filters or TraceFilters()
+    qs = (
+        Trace.objects.filter(project=project)
+        .only(*LIST_FIELDS)
+        .annotate(
+            task_head=Substr("task", 1, TASK_HEAD_CHARS),
+            is_labelled=Exists(_submitted_annotations(OuterRef("pk"))),
+        )
+    )
+    if f.framework:
+        qs = qs.filter(mas_name=f.framework)
+    if f.llm:
+        qs = qs.filter(llm_name=f.llm)
+    if f.benchmark:
+        qs = qs.filter(benchmark=f.benchmark)
+    if f.outcome:
+        qs = qs.filter(outcome="" if f.outcome == "unknown" else f.outcome)
+    if f.labelled == "yes":
+        qs = qs.filter(is_labelled=True)
+    elif f.labelled == "no":
+        qs = qs.filter(is_labelled=False)
+    if f.q:
+        q = Q(external_id__icontains=f.q) | Q(title__icontains=f.q) | Q(task__icontains=f.q)
+        if f.q.isdigit():
+            q |= Q(pk=int(f.q))
+        qs = qs.filter(q)
+    return qs.order_by(*SORTS[f.sort])
+
+
+class CappedCountPaginator(Paginator):
+    """A Paginator whose count stops at ``count_cap`` rows (free-text search can match thousands
+    of traces, and counting them all means reading every task; a LIMITed count stops early).
+    ``count_capped`` says whether the true count may be larger."""
+
+    count_cap = 1000
+    count_capped = False
+
+    @cached_property
+    def count(self) -> int:
+        n = self.object_list[: self.count_cap + 1].count()
+        self.count_capped = n > self.count_cap
+        return min(n, self.count_cap)
+
+
+def trace_paginator(*, qs: QuerySet[Trace], filters: TraceFilters, per_page: int = PAGE_SIZE) -> Paginator:
+    """Exact counts normally; a capped count when the list is a free-text search."""
+    if filters.q:
+        return CappedCountPaginator(qs, per_page)
+    return Paginator(qs, per_page)
+
+
+def trace_filter_choices(*, project: Project) -> dict[str, list[str]]:
+    """Distinct framework / LLM / benchmark values of a project, in one query."""
+    combos = (
+        Trace.objects.filter(project=project).values_list("mas_name", "llm_name", "benchmark").distinct().order_by()
+    )
+    frameworks, llms, benchmarks = set(), set(), set()
+    for mas, llm, bench in combos:
+        frameworks.add(mas)
+        llms.add(llm)
+        benchmarks.add(bench)
+    return {
+        "framework": sorted(v for v in frameworks if v),
+        "llm": sorted(v for v in llms if v),
+        "benchmark": sorted(v for v in benchmarks if v),
+    }
+
+
+# ---------------------------------------------------------------- one trace
+
+
+def trace_get(*, project: Project, pk: int) -> Trace:
+    """One trace of the project without its raw text (404 when it is not in this project)."""
+    return get_object_or_404(Trace.objects.defer("raw_text").select_related("project"), project=project, pk=pk)
+
+
+def trace_steps_window(
+    *, trace: Trace, start: int = 0, limit: int = FIRST_WINDOW_STEPS, max_lines: int | None = None
+) -> list[Step]:
+    """Steps ``start .. start+limit-1`` in order; with ``max_lines``, stop once that many lines are
+    in the window (always at least one step)."""
+    start = max(0, int(start))
+    limit = max(1, min(int(limit), STEPS_WINDOW_MAX))
+    steps = list(
+        Step.objects.filter(trace=trace, index__gte=start)
+        .order_by("index")
+        .only("id", "trace_id", "index", "agent", "kind", "content", "line_start", "line_end")[:limit]
+    )
+    if max_lines is None:
+        return steps
+    out, lines = [], 0
+    for step in steps:
+        if out and lines + (step.line_end - step.line_start + 1) > max_lines:
+            break
+        out.append(step)
+        lines += step.line_end - step.line_start + 1
+    return out
+
+
+def agent_hue(agent: str) -> int:
+    """A stable hue (0-359) for an agent name: the same agent has the same colour everywhere."""
+    if not agent:
+        return -1  # no agent (preamble, logs): grey
+    return (zlib.crc32(agent.strip().lower().encode("utf-8")) * 137) % 360
+
+
+def agent_hues(agents) -> dict[str, int]:
+    """Hues for a trace's agents: each starts at its stable hash hue and moves on (by a fixed step)
+    while it sits too close to an agent before it in name order, so that the agents of one trace
+    stay distinguishable. Deterministic for a given set of agent names."""
+    taken: list[int] = []
+    out: dict[str, int] = {"": -1}
+    for agent in sorted({a for a in agents if a}):
+        hue = agent_hue(agent)
+        for _ in range(16):
+            if all(min(abs(hue - t), 360 - abs(hue - t)) >= 40 for t in taken):
+                break
+            hue = (hue + 47) % 360
+        taken.append(hue)
+        out[agent] = hue
+    return out
+
+
+def trace_agent_hues(*, trace: Trace) -> dict[str, int]:
+    return agent_hues(Step.objects.filter(trace=trace).values_list("agent", flat=True).distinct().order_by())
+
+
+@dataclass(frozen=True)
+class StepView:
+    """A step as the viewer template renders it: numbered lines, collapsed when long."""
+
+    index: int
+    agent: str
+    kind: str
+    line_start: int
+    line_end: int
+    hue: int
+    lines: list[tuple[int, str]]  # the lines rendered now (the head when collapsed)
+    collapsed: bool
+
+    @property
+    def n_lines(self) -> int:
+        return self.line_end - self.line_start + 1
+
+    @property
+    def kind_label(self) -> str:
+        return Step.Kind(self.kind).label if self.kind in Step.Kind.values else self.kind
+
+
+def step_view(step: Step, *, hue: int | None = None) -> StepView:
+    lines = step.content.split("\n")
+    collapsed = len(lines) > COLLAPSE_OVER_LINES
+    shown = lines[:COLLAPSED_HEAD] if collapsed else lines
+    return StepView(
+        index=step.index,
+        agent=step.agent,
+        kind=step.kind,
+        line_start=step.line_start,
+        line_end=step.line_end,
+        hue=agent_hue(step.agent) if hue is None else hue,
+        lines=list(enumerate(shown, start=step.line_start)),
+        collapsed=collapsed,
+    )
+
+
+@dataclass(frozen=True)
+class Outline:
+    """Every step of a trace in compact parallel lists (no content): the viewer's map."""
+
+    agents: list[str]
+    kinds: list[str]
+    agent: list[int]  # per step: index into agents
+    kind: list[int]  # per step: index into kinds
+    line_start: list[int]
+    line_end: list[int]
+    hues: dict[str, int]
+
+    def as_json(self) -> dict:
+        return {
+            "agents": self.agents,
+            "kinds": self.kinds,
+            "a": self.agent,
+            "k": self.kind,
+            "ls": self.line_start,
+            "le": self.line_end,
+            "hues": [self.hues.get(a, -1) for a in self.agents],
+        }
+
+    def step_for_line(self, line: int) -> int | None:
+        """The step whose line range holds ``line``, else the next step after it (None past the end)."""
+        i = bisect_right(self.line_start, line) - 1
+        if i >= 0 and self.line_end[i] >= line:
+            return i
+        return i + 1 if i + 1 < len(self.line_start) else None
+
+
+def trace_outline(*, trace: Trace) -> Outline:
+    rows = Step.objects.filter(trace=trace).order_by("index").values_list("agent", "kind", "line_start", "line_end")
+    agents: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    a, k, ls, le = [], [], [], []
+    for agent, kind, start, end in rows:
+        a.append(agents.setdefault(agent, len(agents)))
+        k.append(kinds.setdefault(kind, len(kinds)))
+        ls.append(start)
+        le.append(end)
+    return Outline(
+        agents=list(agents), kinds=list(kinds), agent=a, kind=k, line_start=ls, line_end=le, hues=agent_hues(agents)
+    )
+
+
+def trace_viewer_context(*, trace: Trace) -> dict:
+    """What ``traces/_viewer.html`` needs: the trace, its first window of steps and the outline."""
+    steps = trace_steps_window(trace=trace, start=0, limit=FIRST_WINDOW_STEPS, max_lines=FIRST_WINDOW_LINES)
+    outline = trace_outline(trace=trace)
+    return {
+        "trace": trace,
+        "first_steps": [step_view(s, hue=outline.hues.get(s.agent, -1)) for s in steps],
+        "outline": outline.as_json(),
+    }
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    step: int  # step index
+    line: int  # line number in the raw text (1-based)
+    col: int  # character offset of the match in that line
+    snippet: str
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    q: str
+    hits: list[SearchHit]
+    truncated: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.hits)
+
+
+def trace_search(*, trace: Trace, q: str, max_hits: int = SEARCH_MAX_HITS) -> SearchResult:
+    """Case-insensitive plain-text search over a trace's steps: every occurrence, in order.
+
+    PostgreSQL picks the steps that contain ``q``; Python finds the occurrences inside them and
+    turns offsets into raw-text line numbers (a step's content is its lines joined by newlines).
+    """
+    q = q.strip("\n")
+    if len(q.strip()) < SEARCH_MIN_CHARS:
+        return SearchResult(q=q, hits=[], truncated=False)
+    pattern = re.compile(re.escape(q), re.IGNORECASE)
+    steps = (
+        Step.objects.filter(trace=trace, content__icontains=q)
+        .order_by("index")
+        .values_list("index", "line_start", "content")
+        .iterator(chunk_size=200)
+    )
+    hits: list[SearchHit] = []
+    for index, line_start, content in steps:
+        line_no, line_pos = line_start, 0
+        for m in pattern.finditer(content):
+            if len(hits) >= max_hits:
+                return SearchResult(q=q, hits=hits, truncated=True)
+            nl = content.count("\n", line_pos, m.start())
+            if nl:
+                line_no += nl
+                line_pos = content.rfind("\n", 0, m.start()) + 1
+            line_end = content.find("\n", m.start())
+            line_text = content[line_pos : line_end if line_end != -1 else len(content)]
+            col = m.start() - line_pos
+            hits.append(SearchHit(step=index, line=line_no, col=col, snippet=_snippet(line_text, col, len(q))))
+    return SearchResult(q=q, hits=hits, truncated=False)
+
+
+def _snippet(line: str, col: int, length: int, width: int = 120) -> str:
+    if len(line) <= width:
+        return line
+    start = max(0, min(col - width // 3, len(line) - width))
+    text = line[start : start + width]
+    return ("…" if start else "") + text + ("…" if start + width < len(line) else "")
+
+
+def trace_raw_text(*, project: Project, pk: int) -> str:
+    return get_object_or_404(Trace.objects.only("id", "raw_text"), project=project, pk=pk).raw_text
+
+
+@dataclass(frozen=True)
+class RawWindow:
+    start: int  # first line number shown (1-based)
+    lines: list[str]
+    total: int
+    per_page: int
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.lines) - 1
+
+    @property
+    def numbered(self) -> list[tuple[int, str]]:
+        return list(enumerate(self.lines, start=self.start))
+
+    @property
+    def prev_start(self) -> int | None:
+        return max(1, self.start - self.per_page) if self.start > 1 else None
+
+    @property
+    def next_start(self) -> int | None:
+        return self.end + 1 if self.end < self.total else None
+
+
+def trace_raw_lines(*, trace: Trace, start: int = 1, per_page: int = RAW_PAGE_LINES) -> RawWindow:
+    """A window of the raw text's lines; ``start`` is clamped into the text."""
+    text = Trace.objects.filter(pk=trace.pk).values_list("raw_text", flat=True).get()
+    lines = text.split("\n")
+    total = len(lines)
+    start = min(max(1, int(start)), max(1, total))
+    return RawWindow(start=start, lines=lines[start - 1 : start - 1 + per_page], total=total, per_page=per_page)
+
+
+def raw_page_start(*, line: int, per_page: int = RAW_PAGE_LINES) -> int:
+    """The first line of the raw-view page holding ``line`` (pages start at 1, 1+per_page, ...)."""
+    return ((max(1, line) - 1) // per_page) * per_page + 1
+
+
+__all__ = [
+    "CappedCountPaginator",
+    "Outline",
+    "StepView",
+    "agent_hue",
+    "agent_hues",
+    "trace_agent_hues",
+    "step_view",
+    "RawWindow",
+    "SearchHit",
+    "SearchResult",
+    "TraceFilters",
+    "raw_page_start",
+    "trace_filter_choices",
+    "trace_get",
+    "trace_list_for_user",
+    "trace_outline",
+    "trace_paginator",
+    "trace_raw_lines",
+    "trace_raw_text",
+    "trace_search",
+    "trace_steps_window",
+    "trace_viewer_context",
+]
