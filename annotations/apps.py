@@ -17,3 +17,8 @@ class AnnotationsConfig(AppConfig):
 
         register_import_hook(MastDataJudgeHook())
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
+
+        from annotations.rounds.taxonomy_users import version_used_by_managed_round
+        from taxonomy.access import version_user_register
+
+        version_user_register(name="annotations.round", fn=version_used_by_managed_round)

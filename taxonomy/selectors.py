@@ -30,13 +30,6 @@ def version_get(*, taxonomy_slug: str, number: int) -> TaxonomyVersion | None:
     )
 
 
-def user_can_edit_taxonomies(*, user) -> bool:
-    """Site admins and project managers may draft and publish taxonomy versions."""
-    if not user.is_authenticated:
-        return False
-    return user.is_staff or user.memberships.filter(role="manager").exists()
-
-
 @dataclass
 class DiffRow:
     code: str

@@ -11,8 +11,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from taxonomy import services
+from taxonomy.access import user_can_draft, version_user_can_change
 from taxonomy.models import Taxonomy
-from taxonomy.selectors import taxonomy_list, user_can_edit_taxonomies, version_diff, version_get
+from taxonomy.selectors import taxonomy_list, version_diff, version_get
 
 
 def _version_or_404(slug, number):
@@ -22,9 +23,19 @@ def _version_or_404(slug, number):
     return version
 
 
-def _require_editor(user):
-    if not user_can_edit_taxonomies(user=user):
-        raise PermissionDenied("Only project managers and site admins edit taxonomies.")
+def _require_drafter(user):
+    if not user_can_draft(user=user):
+        raise PermissionDenied("Only project managers and site admins draft taxonomies.")
+
+
+def _require_changer(user, version):
+    if version.is_published:
+        return  # the view says "published; draft a new version" instead
+    if not version_user_can_change(user=user, version=version):
+        raise PermissionDenied(
+            f"{version.label} is a draft of another project: only its owner, the managers of the projects "
+            "that use it and site admins change it. Draft your own version from it instead."
+        )
 
 
 def _errors(exc: ValidationError) -> str:
@@ -36,7 +47,7 @@ def taxonomy_list_page(request):
     return render(
         request,
         "taxonomy/list.html",
-        {"taxonomies": taxonomy_list(), "can_edit": user_can_edit_taxonomies(user=request.user), "nav": "taxonomy"},
+        {"taxonomies": taxonomy_list(), "can_edit": user_can_draft(user=request.user), "nav": "taxonomy"},
     )
 
 
@@ -50,8 +61,8 @@ def version_page(request, slug, number):
         {
             "version": version,
             "siblings": siblings,
-            "can_edit": user_can_edit_taxonomies(user=request.user) and not version.is_published,
-            "can_draft": user_can_edit_taxonomies(user=request.user),
+            "can_edit": version_user_can_change(user=request.user, version=version),
+            "can_draft": user_can_draft(user=request.user),
             "nav": "taxonomy",
         },
     )
@@ -68,7 +79,7 @@ def version_export_json(request, slug, number):
 @login_required
 @require_POST
 def version_draft_page(request, slug, number):
-    _require_editor(request.user)
+    _require_drafter(request.user)
     source = _version_or_404(slug, number)
     draft = services.version_draft_from(source=source, by=request.user, notes=request.POST.get("notes", ""))
     messages.success(request, f"Draft {draft.label} created from {source.label}. Edit it, then publish.")
@@ -78,8 +89,9 @@ def version_draft_page(request, slug, number):
 @login_required
 @require_POST
 def version_publish_page(request, slug, number):
-    _require_editor(request.user)
+    _require_drafter(request.user)
     version = _version_or_404(slug, number)
+    _require_changer(request.user, version)
     try:
         services.version_publish(version=version, by=request.user)
     except ValidationError as exc:
@@ -100,8 +112,9 @@ class ModeForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def mode_edit_page(request, slug, number, code):
-    _require_editor(request.user)
+    _require_drafter(request.user)
     version = _version_or_404(slug, number)
+    _require_changer(request.user, version)
     mode = get_object_or_404(version.modes, code=code)
     if version.is_published:
         messages.error(request, f"{version.label} is published; draft a new version to change it.")
@@ -132,8 +145,9 @@ def mode_edit_page(request, slug, number, code):
 @require_POST
 def version_change_page(request, slug, number):
     """Structural changes on a draft: add, remove, rename, split, merge."""
-    _require_editor(request.user)
+    _require_drafter(request.user)
     version = _version_or_404(slug, number)
+    _require_changer(request.user, version)
     op, post = request.POST.get("op"), request.POST
     note = post.get("note", "")
     try:
@@ -220,7 +234,7 @@ class ImportForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def version_import_page(request):
-    _require_editor(request.user)
+    _require_drafter(request.user)
     form = ImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         f = form.cleaned_data["file"]

@@ -55,3 +55,8 @@ def project_get_for_user(*, user, slug: str, capability: str = "view") -> tuple[
 
 def project_members(*, project: Project) -> QuerySet[Membership]:
     return project.memberships.select_related("user").order_by("role", "user__username")
+
+
+def version_used_by_managed_project(*, version, user) -> bool:
+    """Does ``user`` manage a project whose taxonomy version is ``version``? (taxonomy.access)"""
+    return Membership.objects.filter(user_id=user.pk, role="manager", project__taxonomy_version=version).exists()
