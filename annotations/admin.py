@@ -1,4 +1,4 @@
-"""Django admin for site admins. Judge and release models register themselves in their own modules."""
+"""Django admin for site admins: every annotations model, by area (a test checks none is missing)."""
 
 from django.contrib import admin
 
@@ -7,9 +7,17 @@ from annotations.models import (
     AgreementReport,
     Annotation,
     AnnotationEvent,
+    DisagreementComment,
+    JudgeCache,
+    JudgeItem,
+    JudgeRun,
     ModeLabel,
     OpenCode,
+    PromptTemplate,
     Rater,
+    Release,
+    ReleaseFile,
+    ReleasePolicy,
     Round,
     RoundAnnotator,
     RoundTrace,
@@ -75,3 +83,67 @@ class AdjudicationAdmin(admin.ModelAdmin):
 @admin.register(AgreementReport)
 class AgreementReportAdmin(admin.ModelAdmin):
     list_display = ["round", "rater_set", "computed_at"]
+
+
+@admin.register(DisagreementComment)
+class DisagreementCommentAdmin(admin.ModelAdmin):
+    list_display = ["round", "trace", "mode", "author", "created_at"]
+    raw_id_fields = ["trace"]
+
+
+# ---------------------------------------------------------------- judge
+
+
+@admin.register(PromptTemplate)
+class PromptTemplateAdmin(admin.ModelAdmin):
+    list_display = ["taxonomy_version", "number", "is_active", "notes", "created_by", "created_at"]
+    list_filter = ["is_active"]
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "provider", "model", "state", "n_total", "n_done", "n_failed", "created_at"]
+    list_filter = ["state", "provider"]
+    search_fields = ["model"]
+    list_select_related = ["project"]
+
+
+@admin.register(JudgeItem)
+class JudgeItemAdmin(admin.ModelAdmin):
+    list_display = ["id", "run", "trace", "state", "attempts", "cached", "finished_at"]
+    list_filter = ["state", "cached"]
+    raw_id_fields = ["trace", "annotation"]
+
+
+@admin.register(JudgeCache)
+class JudgeCacheAdmin(admin.ModelAdmin):
+    list_display = ["key", "model", "prompt", "tokens_in", "tokens_out", "created_at"]
+    search_fields = ["key", "content_hash"]
+
+
+# ---------------------------------------------------------------- releases
+
+
+class ReleaseFileInline(admin.TabularInline):
+    model = ReleaseFile
+    extra = 0
+    fields = ["name", "kind", "size_bytes", "sha256"]
+    readonly_fields = fields
+    max_num = 0  # files are written by the build only
+
+
+@admin.register(Release)
+class ReleaseAdmin(admin.ModelAdmin):
+    list_display = ["project", "number", "title", "taxonomy_version", "selection", "status", "n_traces", "created_at"]
+    list_filter = ["status", "selection"]
+    inlines = [ReleaseFileInline]
+
+
+@admin.register(ReleaseFile)
+class ReleaseFileAdmin(admin.ModelAdmin):
+    list_display = ["release", "name", "kind", "size_bytes"]
+
+
+@admin.register(ReleasePolicy)
+class ReleasePolicyAdmin(admin.ModelAdmin):
+    list_display = ["project", "members_may_download", "updated_at"]

@@ -20,6 +20,15 @@ def test_admin_changelist_opens(client, superuser, mast_version, model):
     assert client.get(url).status_code == 200
 
 
+def test_every_model_of_our_apps_is_in_the_admin():
+    from django.apps import apps
+
+    ours = [m for app in ("taxonomy", "traces", "annotations") for m in apps.get_app_config(app).get_models()]
+    inlined = {inline.model for model_admin in admin.site._registry.values() for inline in model_admin.inlines}
+    missing = [m._meta.label for m in ours if m not in admin.site._registry and m not in inlined]
+    assert missing == []
+
+
 def test_published_version_is_read_only_in_admin(client, superuser, mast_version):
     client.force_login(superuser)
     url = reverse("admin:taxonomy_taxonomyversion_change", args=[mast_version.pk])
