@@ -1,13 +1,13 @@
 """Demo data for `make demo`: users, a project, traces, labels, a finished round, a judge run and a
 release. Every step is idempotent so re-running the demo is safe.
 
-Each feature area contributes one seed function; they run in this order.
+Each feature area contributes one seed function; ``demo_steps()`` lists them in order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import import_module
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -23,17 +23,6 @@ DEMO_USERS = [
     ("carol", "annotator", "Carol Annotator"),
     ("victor", "viewer", "Victor Viewer"),
 ]
-
-# "module:function" taking a DemoContext; each feature area adds its own line.
-STEPS = [
-    "traces.importing.demo:seed",
-    "traces.viewer.demo:seed",
-    "annotations.labels.demo:seed",
-    "annotations.rounds.demo:seed",
-    "annotations.judge.demo:seed",
-    "annotations.releases.demo:seed",
-]
-
 
 @dataclass
 class DemoContext:
@@ -72,11 +61,32 @@ def seed_users_and_project() -> DemoContext:
     return DemoContext(project=project, users=users)
 
 
+def demo_steps() -> list[Callable[[DemoContext], None]]:
+    """Each feature area's seed function, in the order they run (each is idempotent).
+
+    A new area adds its ``demo.seed`` here. Imported when called, so loading this module (for
+    ``credentials()``) does not load every area."""
+    from annotations.judge import demo as judge_demo
+    from annotations.labels import demo as labels_demo
+    from annotations.releases import demo as releases_demo
+    from annotations.rounds import demo as rounds_demo
+    from traces.importing import demo as importing_demo
+    from traces.viewer import demo as viewer_demo
+
+    return [
+        importing_demo.seed,
+        viewer_demo.seed,
+        labels_demo.seed,
+        rounds_demo.seed,
+        judge_demo.seed,
+        releases_demo.seed,
+    ]
+
+
 def seed_demo() -> DemoContext:
     ctx = seed_users_and_project()
-    for step in STEPS:
-        module, func = step.split(":")
-        getattr(import_module(module), func)(ctx)
+    for step in demo_steps():
+        step(ctx)
     return ctx
 
 
