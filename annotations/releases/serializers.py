@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from annotations.models import Release, ReleaseFile
+from annotations.releases import writers
 
 
 class ReleaseFileOut(serializers.ModelSerializer):
@@ -55,7 +56,7 @@ class ReleaseOptionsIn(serializers.Serializer):
     evidence = serializers.BooleanField(default=True, help_text="Evidence steps and rationales.")
     trace_text = serializers.BooleanField(default=True, help_text="Trace text; otherwise references only.")
     formats = serializers.ListField(
-        child=serializers.ChoiceField(choices=["jsonl", "csv", "parquet"]), default=["jsonl", "csv", "parquet"]
+        child=serializers.ChoiceField(choices=list(writers.FORMATS)), default=list(writers.FORMATS)
     )
 
 

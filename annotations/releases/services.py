@@ -60,7 +60,8 @@ def _clean_options(options: dict[str, Any] | None) -> dict[str, Any]:
     formats = options.get("formats") or DEFAULT_OPTIONS["formats"]
     bad = [f for f in formats if f not in exporting.FORMATS]
     if bad:
-        raise ValidationError(f"Unknown format(s) {', '.join(map(str, bad))}: choose from jsonl, csv, parquet.")
+        choices = ", ".join(exporting.FORMATS)
+        raise ValidationError(f"Unknown format(s) {', '.join(map(str, bad))}: choose from {choices}.")
     out["formats"] = [f for f in exporting.FORMATS if f in formats]
     return out
 

@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.models import Release, Round
+from annotations.releases import writers
 from annotations.releases.selectors import (
     release_filter_choices,
     release_get,
@@ -43,8 +44,8 @@ class ReleaseForm(forms.Form):
     evidence = forms.BooleanField(required=False, initial=True, label="Evidence steps and rationales")
     trace_text = forms.BooleanField(required=False, initial=True, label="Trace text (otherwise references only)")
     formats = forms.MultipleChoiceField(
-        choices=[("jsonl", "JSONL (MAST-Data shape)"), ("csv", "CSV"), ("parquet", "Parquet")],
-        initial=["jsonl", "csv", "parquet"],
+        choices=writers.FORMAT_CHOICES,
+        initial=list(writers.FORMATS),
         widget=forms.CheckboxSelectMultiple,
     )
 

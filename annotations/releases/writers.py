@@ -28,8 +28,6 @@ import pyarrow.parquet as pq
 
 MAST_FIELDS = ["mas_name", "llm_name", "benchmark_name", "trace_id"]
 CSV_FIXED = ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source"]
-FORMATS = ("jsonl", "csv", "parquet")
-FILE_NAMES = {"jsonl": "data.jsonl", "csv": "data.csv", "parquet": "data.parquet"}
 _PARQUET_BATCH = 5000
 
 
@@ -80,6 +78,7 @@ class _HashingFile:
 
 class JsonlWriter:
     kind = "jsonl"
+    label = "JSONL (MAST-Data shape)"
 
     def __init__(self, path: Path, *, codes: list[str]) -> None:
         self.path = Path(path)
@@ -110,6 +109,7 @@ class CsvWriter:
     """One row per trace, one column per mode (1, 0 or empty when unknown)."""
 
     kind = "csv"
+    label = "CSV"
 
     def __init__(self, path: Path, *, codes: list[str]) -> None:
         self.path = Path(path)
@@ -163,6 +163,7 @@ class ParquetWriter:
     """Row groups of _PARQUET_BATCH records, built column by column (no per-row dicts for arrow)."""
 
     kind = "parquet"
+    label = "Parquet"
 
     def __init__(self, path: Path, *, codes: list[str]) -> None:
         self.path = Path(path)
@@ -242,7 +243,12 @@ class ParquetWriter:
         )
 
 
-WRITERS = {"jsonl": JsonlWriter, "csv": CsvWriter, "parquet": ParquetWriter}
+# The export formats: the one list that the release form, the API, the services and the
+# export_dataset command read. A new format is one writer class (kind, label, write, close) here.
+WRITERS = {w.kind: w for w in (JsonlWriter, CsvWriter, ParquetWriter)}
+FORMATS = tuple(WRITERS)
+FORMAT_CHOICES = [(kind, w.label) for kind, w in WRITERS.items()]
+FILE_NAMES = {kind: f"data.{kind}" for kind in WRITERS}
 
 
 def write_records(
