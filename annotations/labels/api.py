@@ -230,7 +230,7 @@ class OpenCodeListApi(ProjectScopedMixin, generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        return open_code_list(project=self.project, q=self.request.query_params.get("q", ""))
+        return open_code_list(project=self.project, user=self.request.user, q=self.request.query_params.get("q", ""))
 
 
 class VisibleAnnotationListApi(ProjectScopedMixin, generics.ListAPIView):

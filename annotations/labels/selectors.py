@@ -31,7 +31,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from annotations.labels.visibility import annotations_visible_to
+from annotations.labels.visibility import annotations_visible_to, blind_trace_ids
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from taxonomy.models import FailureMode, TaxonomyVersion
 from traces.models import Membership, Project, Trace
@@ -111,12 +111,21 @@ def trace_annotations_visible(*, user, project: Project, trace: Trace) -> QueryS
 # ------------------------------------------------------------------ open codes
 
 
-def open_code_list(*, project: Project, q: str = "") -> QuerySet[OpenCode]:
-    """The project's open codes with how many annotations use them, most used first."""
+def open_code_list(*, project: Project, user, q: str = "") -> QuerySet[OpenCode]:
+    """The project's open codes with how many annotations use them, most used first.
+
+    Open codes are a codebook shared across the project, except where the blind rule applies: uses
+    by other raters on traces of a draft or open round (``blind_trace_ids``) are not counted, and a
+    code that only such uses carry is not listed, so nobody learns another rater's words mid-round.
+    """
     qs = OpenCode.objects.filter(project=project)
     if q:
         qs = qs.filter(name__icontains=q.strip())
-    return qs.annotate(n_uses=Count("annotations", distinct=True)).order_by("-n_uses", "name")
+    hidden = Q(annotations__trace_id__in=blind_trace_ids(user=user, project=project)) & ~Q(
+        annotations__rater__user_id=user.pk
+    )
+    uses = Count("annotations", filter=~hidden, distinct=True)
+    return qs.annotate(n_uses=uses).filter(n_uses__gt=0).order_by("-n_uses", "name")
 
 
 # ------------------------------------------------------------------ queue

@@ -139,7 +139,7 @@ def workspace(request, slug, pk):
         "snapshot": snapshot,
         "modes": [m.code for m in modes],
         "others": others,
-        "openCodes": list(open_code_list(project=project).values_list("name", flat=True)[:500]),
+        "openCodes": list(open_code_list(project=project, user=request.user).values_list("name", flat=True)[:500]),
         "limits": {
             "rationale": MAX_RATIONALE,
             "notes": MAX_NOTES,

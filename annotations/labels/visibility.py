@@ -10,7 +10,8 @@
   other humans' labels outside rounds stay hidden from annotators and viewers.
 - Managers (and site admins) see everything else: they adjudicate.
 
-Every page and API endpoint that shows labels filters through ``annotations_visible_to``.
+Every page and API endpoint that shows labels filters through ``annotations_visible_to``; what
+is derived from the labels of blind traces (open codes, "labelled" marks) uses ``blind_trace_ids``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ from traces.projects.selectors import project_role
 NON_HUMAN = [Rater.Kind.LLM, Rater.Kind.BASELINE, Rater.Kind.IMPORTED]
 
 
+def blind_trace_ids(*, user, project: Project, role: str | None = None):
+    """Subquery of the project's trace ids whose other raters' work the user must not see now:
+    traces of draft or open rounds (for a manager, only the rounds they label in themselves)."""
+    role = role or project_role(user=user, project=project)
+    qs = RoundTrace.objects.filter(round__project=project, round__state__in=["draft", "open"])
+    if role == Membership.Role.MANAGER:
+        qs = qs.filter(round__round_annotators__user=user)
+    return qs.values("trace_id")
+
+
 def annotations_visible_to(
     *, user, project: Project, qs: QuerySet[Annotation] | None = None
 ) -> QuerySet[Annotation]:
@@ -32,14 +43,9 @@ def annotations_visible_to(
     if role is None:
         return qs.none()
     own = Q(rater__user_id=user.pk)
+    blind_traces = blind_trace_ids(user=user, project=project, role=role)
     if role == Membership.Role.MANAGER:
-        my_open = RoundTrace.objects.filter(
-            round__project=project, round__state__in=["draft", "open"], round__round_annotators__user=user
-        ).values("trace_id")
-        return qs.filter(own | ~Q(trace_id__in=my_open))
-    blind_traces = RoundTrace.objects.filter(
-        round__project=project, round__state__in=["draft", "open"]
-    ).values("trace_id")
+        return qs.filter(own | ~Q(trace_id__in=blind_traces))
     revealed = Q(round__state__in=["review", "closed"], round__reveal_in_review=True)
     if project.reveal_suggestions:
         revealed |= Q(round__isnull=True, rater__kind__in=NON_HUMAN)

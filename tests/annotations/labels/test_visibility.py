@@ -242,3 +242,52 @@ class APIClientless:
         from django.test import Client
 
         return Client()
+
+
+# ------------------------------------------------------------------ open codes (issue 12, finding 4)
+
+
+def _coded(trace, user, codes, *, round=None):
+    ann = annotation_get_or_create(trace=trace, user=user, taxonomy_version=trace.project.taxonomy_version, round=round)
+    annotation_save(
+        annotation=ann, by=user, base_revision=ann.revision, labels=[], task_success="no", notes="", open_codes=codes
+    )
+    return ann
+
+
+def test_annotator_does_not_see_another_annotators_open_codes_while_round_is_open(
+    project, trace, annotator, annotator2
+):
+    rnd = make_round(project, traces=[trace], annotators=[annotator, annotator2])
+    _coded(trace, annotator2, ["ann2 private wording"], round=rnd)
+    _coded(trace, annotator, ["my own code"], round=rnd)
+    client = APIClient()
+    client.force_authenticate(annotator)
+    for q in ("", "private", "ann2"):
+        body = client.get(f"/api/projects/{project.slug}/open-codes/", {"q": q}).json()
+        assert "ann2 private wording" not in json.dumps(body)
+    names = [c["name"] for c in client.get(f"/api/projects/{project.slug}/open-codes/").json()["results"]]
+    assert names == ["my own code"]
+    html = client.get(reverse("annotations:workspace", args=[project.slug, trace.pk])).content.decode()
+    assert "ann2 private wording" not in html
+
+
+def test_a_shared_code_counts_only_the_uses_the_annotator_may_see(project, trace, annotator, annotator2):
+    rnd = make_round(project, traces=[trace], annotators=[annotator, annotator2])
+    _coded(trace, annotator2, ["loop"], round=rnd)
+    _coded(make_trace(project, title="outside"), annotator, ["loop"])
+    client = APIClient()
+    client.force_authenticate(annotator)
+    rows = client.get(f"/api/projects/{project.slug}/open-codes/").json()["results"]
+    assert [(r["name"], r["n_uses"]) for r in rows] == [("loop", 1)]
+
+
+def test_open_codes_show_again_once_the_round_is_in_review(project, trace, annotator, annotator2):
+    rnd = make_round(project, traces=[trace], annotators=[annotator, annotator2])
+    _coded(trace, annotator2, ["ann2 wording"], round=rnd)
+    rnd.state = "review"
+    rnd.save(update_fields=["state"])
+    client = APIClient()
+    client.force_authenticate(annotator)
+    names = [c["name"] for c in client.get(f"/api/projects/{project.slug}/open-codes/").json()["results"]]
+    assert names == ["ann2 wording"]
