@@ -89,6 +89,10 @@ else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
+# Login and API limits count in the cache: with several web processes, point CACHE_URL at Redis
+# (e.g. redis://127.0.0.1:6379/1) so they share one count; the default is per process.
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -147,7 +151,18 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["traces.projects.login.TokenRateThrottle"],
+    "NUM_PROXIES": env.int("MAST_NUM_PROXIES", default=0) or None,
 }
+# Abuse limits (traces/projects/login.py): API calls per token, failed sign-ins per user name and
+# per client address in 15 minutes. Behind a TLS proxy set MAST_NUM_PROXIES=1 so the client's
+# address, not the proxy's, is counted.
+MAST_API_TOKEN_RATE = env.str("MAST_API_TOKEN_RATE", default="1200/minute")
+MAST_LOGIN_FAILURES = (
+    env.int("MAST_LOGIN_FAILURES_PER_USER", default=10),
+    env.int("MAST_LOGIN_FAILURES_PER_ADDRESS", default=50),
+)
+MAST_NUM_PROXIES = env.int("MAST_NUM_PROXIES", default=0)
 SPECTACULAR_SETTINGS = {
     "TITLE": "MAST failure-annotation API",
     "DESCRIPTION": "Traces, labels, calibration rounds, LLM judges and dataset releases.",

@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from traces.projects.login import ThrottledLoginView
+
 api_patterns = [
     path("", include("taxonomy.api_urls")),
     path("", include("traces.api_urls")),
@@ -14,7 +16,7 @@ api_patterns = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_patterns)),
     path("taxonomies/", include("taxonomy.urls")),
