@@ -152,6 +152,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["traces.projects.login.TokenRateThrottle"],
+    "EXCEPTION_HANDLER": "traces.api_errors.api_exception_handler",
     "NUM_PROXIES": env.int("MAST_NUM_PROXIES", default=0) or None,
 }
 # Abuse limits (traces/projects/login.py): API calls per token, failed sign-ins per user name and
@@ -171,6 +172,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "traces.api_errors.schema_add_error_responses",
+    ],
     # several models have a "status"; name each choice set so the schema has no collisions
     # Several models have a "status"/"state" field with different choices: name each enum.
     "ENUM_NAME_OVERRIDES": {

@@ -39,7 +39,6 @@ from annotations.labels.serializers import (
 )
 from annotations.labels.services import (
     AnnotationConflict,
-    AnnotationError,
     AnnotationInvalid,
     annotation_submit,
     annotation_upsert,
@@ -57,15 +56,6 @@ REFUSALS = {
     403: OpenApiResponse(ErrorOut, description="Not allowed (viewer, closed round, someone else's)."),
     404: OpenApiResponse(description="Not a member of the project, or no such trace/round."),
 }
-
-
-def refusal(exc: AnnotationError) -> Response:
-    if isinstance(exc, AnnotationConflict):
-        return Response({"detail": exc.message, "current": exc.current}, status=status.HTTP_409_CONFLICT)
-    body: dict = {"detail": exc.message}
-    if exc.errors:
-        body["errors"] = exc.errors
-    return Response(body, status=exc.status)
 
 
 def _out(*, snapshot: dict, annotation, trace, round, version) -> dict:
@@ -149,8 +139,6 @@ class MyAnnotationApi(_MyAnnotationMixin, APIView):
             )
         except AnnotationConflict as exc:
             return self.conflict_out(exc, trace, version, round)
-        except AnnotationError as exc:
-            return refusal(exc)
         snapshot = annotation_snapshot(annotation=annotation)
         return Response(_out(snapshot=snapshot, annotation=annotation, trace=trace, round=round, version=version))
 
@@ -196,8 +184,6 @@ class SubmitApi(_MyAnnotationMixin, APIView):
                 )
         except AnnotationConflict as exc:
             return self.conflict_out(exc, trace, version, round)
-        except AnnotationError as exc:
-            return refusal(exc)
         snapshot = annotation_snapshot(annotation=annotation)
         return Response(_out(snapshot=snapshot, annotation=annotation, trace=trace, round=round, version=version))
 

@@ -42,6 +42,7 @@ from annotations.models import (
     RoundTrace,
 )
 from taxonomy.models import FailureMode, TaxonomyVersion
+from traces.api_errors import ProductError
 from traces.models import Step, Trace
 from traces.projects.selectors import user_can
 
@@ -56,15 +57,13 @@ EDITABLE_ROUND_STATES = (Round.State.OPEN, Round.State.REVIEW)
 BLIND_ROUND_STATES = (Round.State.DRAFT, Round.State.OPEN)
 
 
-class AnnotationError(Exception):
-    """A refused request. ``status`` is the HTTP status the API answers with."""
+class AnnotationError(ProductError):
+    """A refused annotation request; the API's exception handler answers with ``status``."""
 
     status = 400
 
     def __init__(self, message: str, *, errors: list[dict[str, str]] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.errors = errors or []
+        super().__init__(message, errors=errors or [])
 
 
 class AnnotationInvalid(AnnotationError):
