@@ -13,7 +13,7 @@ class AnnotationsConfig(AppConfig):
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.releases import tasks as release_tasks  # noqa: F401
         from annotations.rounds.imported import MastHumanRoundsHook
-        from traces.importing.service import register_import_hook
+        from traces.importing.hooks import register_import_hook
 
         register_import_hook(MastDataJudgeHook())
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
