@@ -127,12 +127,9 @@ def _import_sources(
         seen = set(Trace.objects.filter(project=project).values_list("content_hash", flat=True))
         writer = TraceWriter(batch, hooks)
 
-        def accept(
-            parsed: ParsedTrace, title: str, extra: dict[str, Any], digest: str | None, stats: dict | None
-        ) -> None:
-            if digest is None or stats is None:  # not prepared by the parser process
-                digest, stats = prepare(parsed)
-                title = clean_title(title)
+        def accept(parsed: ParsedTrace, title: str, extra: dict[str, Any]) -> None:
+            digest, stats = prepare(parsed)
+            title = clean_title(title)
             if digest in seen:
                 state["duplicates"] += 1
                 for hook in hooks:  # optional: records whose trace is already stored (rounds need them)
@@ -148,8 +145,8 @@ def _import_sources(
             state["current"] = source.name
             state["base"] = state["done"]
             with contextlib.closing(_parse_source(source, format, state)) as items:
-                for parsed, title, extra, digest, stats in items:
-                    accept(parsed, title, extra, digest, stats)
+                for parsed, title, extra in items:
+                    accept(parsed, title, extra)
                     report()
             state["done"] = state["base"] + source.size
             report()
@@ -162,11 +159,11 @@ def _import_sources(
     )
 
 
-_Item = tuple[ParsedTrace, str, dict[str, Any], "str | None", "dict | None"]
+_Item = tuple[ParsedTrace, str, dict[str, Any]]
 
 
 def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
-    """(parsed, title, extra, digest, stats) per trace; digest and stats are None when not computed yet."""
+    """(parsed, title, extra) per trace of the source."""
     name = source.name
     with source.open() as f:
         head = read_or_refuse(f, _HEAD, name)
@@ -189,7 +186,7 @@ def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
     if source.meta:
         parsed.metadata["chatdev_meta"] = source.meta
     title = parsed.metadata.get("project_name") or PurePosixPath(name.split(":")[-1]).name
-    yield parsed, str(title), {"source_file": name, "record_number": None}, None, None
+    yield parsed, str(title), {"source_file": name, "record_number": None}
 
 
 def _parse_mast_file(source: Source, head: bytes, f: IO[bytes], state: dict) -> Iterator[_Item]:
@@ -202,8 +199,7 @@ def _parse_mast_file(source: Source, head: bytes, f: IO[bytes], state: dict) -> 
     stream = CountingReader(f, name, on_bytes)
     try:
         for rec in iter_mast_records(PrefixedReader(head, stream), filename=name):
-            parsed, title, extra = mast_record_trace(rec, name)
-            yield parsed, title, extra, None, None
+            yield mast_record_trace(rec, name)
     except ParseError as e:
         raise TraceImportError(_where(name, e)) from None
 
