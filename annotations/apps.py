@@ -14,6 +14,15 @@ class AnnotationsConfig(AppConfig):
         from annotations.releases import tasks as release_tasks  # noqa: F401
         from annotations.rounds.imported import MastHumanRoundsHook
         from traces.importing.hooks import register_import_hook
+        from traces.projects.tabs import project_tab_register
 
         register_import_hook(MastDataJudgeHook())
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
+        # The project tab bar: between traces' Import (30) and Members (80).
+        for key, label, url_name, capability, order in (
+            ("rounds", "Rounds", "annotations:round_list", "view", 40),
+            ("judge", "LLM judge", "annotations:judge_list", "manage", 50),
+            ("analytics", "Analytics", "annotations:dashboard", "view", 60),
+            ("releases", "Releases", "annotations:release_list", "view", 70),
+        ):
+            project_tab_register(key=key, label=label, url_name=url_name, capability=capability, order=order)
