@@ -11,13 +11,16 @@ class AnnotationsConfig(AppConfig):
         # Celery's autodiscovery looks for <app>.tasks only; each area keeps its own tasks module.
         from annotations.judge import tasks as judge_tasks  # noqa: F401
         from annotations.labels.imported import MastDataJudgeHook
+        from annotations.labels.trace_state import labelling_annotations
         from annotations.releases import tasks as release_tasks  # noqa: F401
         from annotations.rounds.imported import MastHumanRoundsHook
         from traces.importing.hooks import register_import_hook
         from traces.projects.tabs import project_tab_register
+        from traces.viewer.label_state import trace_label_state_register
 
         register_import_hook(MastDataJudgeHook())
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
+        trace_label_state_register(labelling_annotations)  # the trace list's "labelled"
         # The project tab bar: between traces' Import (30) and Members (80).
         for key, label, url_name, capability, order in (
             ("rounds", "Rounds", "annotations:round_list", "view", 40),
