@@ -6,19 +6,30 @@ class AnnotationsConfig(AppConfig):
     name = "annotations"
 
     def ready(self) -> None:
-        # Labels that come with imported records (MAST-Data's mast_annotation) are stored by a
-        # hook, so traces never imports annotations.
+        """Everything annotations adds to the apps below it goes through their registries, so
+        taxonomy and traces never import annotations."""
         # Celery's autodiscovery looks for <app>.tasks only; each area keeps its own tasks module.
         from annotations.judge import tasks as judge_tasks  # noqa: F401
         from annotations.labels.imported import MastDataJudgeHook
+        from annotations.labels.trace_state import labelling_annotations
         from annotations.releases import tasks as release_tasks  # noqa: F401
         from annotations.rounds.imported import MastHumanRoundsHook
-        from traces.importing.service import register_import_hook
-
-        register_import_hook(MastDataJudgeHook())
-        register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
-
         from annotations.rounds.taxonomy_users import version_used_by_managed_round
         from taxonomy.access import version_user_register
+        from traces.importing.hooks import register_import_hook
+        from traces.projects.tabs import project_tab_register
+        from traces.viewer.label_state import trace_label_state_register
 
+        # Labels that come with imported records (MAST-Data's mast_annotation) are stored by hooks.
+        register_import_hook(MastDataJudgeHook())
+        register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
+        trace_label_state_register(labelling_annotations)  # the trace list's "labelled"
         version_user_register(name="annotations.round", fn=version_used_by_managed_round)
+        # The project tab bar: between traces' Import (30) and Members (80).
+        for key, label, url_name, capability, order in (
+            ("rounds", "Rounds", "annotations:round_list", "view", 40),
+            ("judge", "LLM judge", "annotations:judge_list", "manage", 50),
+            ("analytics", "Analytics", "annotations:dashboard", "view", 60),
+            ("releases", "Releases", "annotations:release_list", "view", 70),
+        ):
+            project_tab_register(key=key, label=label, url_name=url_name, capability=capability, order=order)

@@ -1,6 +1,6 @@
 """Labels that arrive with imported traces, stored without the traces app knowing about them.
 
-``MastDataJudgeHook`` is registered with ``traces.importing.service.register_import_hook`` in
+``MastDataJudgeHook`` is registered with ``traces.importing.hooks.register_import_hook`` in
 ``AnnotationsConfig.ready()``. For every newly imported MAST-Data record that carries a
 ``mast_annotation`` (``{"1.1": 0|1|null, ...}``) it stores one submitted Annotation of the
 imported rater "MAST-Data judge" on the project's taxonomy version (MAST v1 when the project has

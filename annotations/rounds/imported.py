@@ -298,7 +298,7 @@ def rounds_build(*, project: Project, records: list[RoundRecord], by=None) -> li
 
 
 def _refuse(exc: ValidationError):
-    from traces.importing.service import TraceImportError
+    from traces.importing.results import TraceImportError
 
     return TraceImportError(" ".join(exc.messages))
 

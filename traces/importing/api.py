@@ -3,8 +3,9 @@ from rest_framework import generics, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from traces.importing.jobs import import_job_create
+from traces.importing.results import TraceImportError
 from traces.importing.serializers import ImportJobIn, ImportJobOut
-from traces.importing.service import TraceImportError, import_job_create
 from traces.models import ImportJob
 from traces.projects.permissions import ProjectScopedMixin
 

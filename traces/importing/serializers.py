@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
-from traces.importing.service import IMPORT_FORMATS, import_job_progress
+from traces.importing.jobs import import_job_progress
+from traces.importing.service import IMPORT_FORMATS
 from traces.models import ImportJob
 
 

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from traces.importing.service import import_job_run
+from traces.importing.jobs import import_job_run
 
 
 @shared_task(name="traces.import_job", acks_late=True)

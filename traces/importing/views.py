@@ -8,7 +8,9 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods
 
-from traces.importing.service import IMPORT_FORMATS, TraceImportError, import_job_create, import_job_progress
+from traces.importing.jobs import import_job_create, import_job_progress
+from traces.importing.results import TraceImportError
+from traces.importing.service import IMPORT_FORMATS
 from traces.models import ImportJob
 from traces.projects.selectors import project_get_for_user
 

@@ -1,10 +1,9 @@
 """Reads for the trace list and the trace viewer, always scoped to a project the caller may see.
 
 Nothing here loads ``Trace.raw_text`` except ``trace_raw_text`` / ``trace_raw_lines``: a project
-holds thousands of traces of ~100 KB each and the list must stay cheap. The "labelled" filter
-means "a person has submitted labels for it" (imported sources and LLM judges do not count: a
-MAST-Data import would otherwise mark every trace labelled). It is an EXISTS subquery on the
-``annotations`` reverse relation, so traces never imports the annotations app.
+holds thousands of traces of ~100 KB each and the list must stay cheap. What the list's
+"labelled" filter and column mean is defined by the annotations app, through the registry in
+``traces.viewer.label_state``, so traces never imports the annotations app.
 """
 
 from __future__ import annotations
@@ -16,13 +15,14 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.core.paginator import Paginator
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Substr
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from traces.models import Project, Step, Trace
 from traces.projects.selectors import user_can
+from traces.viewer.label_state import trace_label_state
 
 PAGE_SIZE = 50
 # The first window of the viewer: at most this many steps and (about) this many lines.
@@ -115,13 +115,6 @@ class TraceFilters:
         return urlencode({k: v for k, v in values.items() if v})
 
 
-def _submitted_annotations(trace_ref) -> QuerySet:
-    # The related model is annotations.Annotation; reached through the reverse relation so that
-    # traces never imports the annotations app.
-    annotation_model = Trace.annotations.rel.related_model
-    return annotation_model.objects.filter(trace=trace_ref, state="submitted", rater__kind="human")
-
-
 def trace_list_for_user(*, user, project: Project, filters: TraceFilters | None = None) -> QuerySet[Trace]:
     """Traces of a project the user may view, filtered and sorted (404 for non-members).
 
@@ -137,7 +130,7 @@ def trace_list_for_user(*, user, project: Project, filters: TraceFilters | None 
         .only(*LIST_FIELDS)
         .annotate(
             task_head=Substr("task", 1, TASK_HEAD_CHARS),
-            is_labelled=Exists(_submitted_annotations(OuterRef("pk"))),
+            is_labelled=trace_label_state(user=user, project=project),
         )
     )
     if f.framework:

@@ -16,7 +16,8 @@ from annotations.models import Adjudication, AgreementReport, Annotation, Round
 from annotations.rounds.imported import split_mode
 from annotations.rounds.selectors import agreed_labels
 from taxonomy.models import TaxonomyVersion
-from traces.importing.service import TraceImportError, traces_import
+from traces.importing.results import TraceImportError
+from traces.importing.service import traces_import
 
 FILE = "mast/human_annotations/mad_human_labelled_19records.json"
 ANNOTATORS = ["annotator_1", "annotator_2", "annotator_3"]

@@ -57,7 +57,8 @@ def test_a_bad_file_shows_the_exact_error_on_the_result_page(
 def test_the_job_page_polls_the_progress_bar_until_the_job_ends(
     live_server, page, login, screenshot, project, manager, settings, tmp_path
 ):
-    from traces.importing.service import ImportProgress, _write_progress
+    from traces.importing.jobs import _write_progress
+    from traces.importing.results import ImportProgress
     from traces.models import ImportJob
 
     settings.MEDIA_ROOT = tmp_path  # where the job's progress file lives

@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotations.models import Annotation
-from traces.importing.service import import_job_create, import_job_progress
+from traces.importing.jobs import import_job_create, import_job_progress
 from traces.models import ImportJob, Trace
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

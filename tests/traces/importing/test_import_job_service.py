@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from traces.importing.service import import_job_create, import_job_run
+from traces.importing.jobs import import_job_create, import_job_run
 from traces.models import ImportJob, Trace
 
 pytestmark = pytest.mark.django_db

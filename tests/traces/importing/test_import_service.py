@@ -11,9 +11,10 @@ import pytest
 
 from annotations.labels.imported import MAST_DATA_RATER
 from annotations.models import Annotation, ModeLabel
-from traces.importing import service as importing
+from traces.importing import hooks
 from traces.importing.prep import trace_stats
-from traces.importing.service import TraceImportError, traces_import
+from traces.importing.results import TraceImportError
+from traces.importing.service import traces_import
 from traces.models import Step, Trace
 from traces.parsers import ParsedStep, ParsedTrace
 
@@ -196,7 +197,7 @@ class _Recorder:
 
 def test_hooks_receive_round_and_annotations_of_human_labelled_records(project, import_fixtures, monkeypatch):
     recorder = _Recorder()
-    monkeypatch.setattr(importing, "_HOOKS", [*importing._HOOKS, recorder])
+    monkeypatch.setattr(hooks, "_HOOKS", [*hooks._HOOKS, recorder])
 
     result = traces_import(project=project, paths_or_files=[import_fixtures / "human_labelled.json"])
 
@@ -214,7 +215,7 @@ def test_a_failing_hook_rolls_back_the_whole_import(project, demo_data, monkeypa
         def on_finish(self, *, batch):
             raise RuntimeError("hook failed")
 
-    monkeypatch.setattr(importing, "_HOOKS", [*importing._HOOKS, Boom()])
+    monkeypatch.setattr(hooks, "_HOOKS", [*hooks._HOOKS, Boom()])
     before = row_counts()
     with pytest.raises(RuntimeError):
         traces_import(project=project, paths_or_files=[demo_data])

@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from traces.importing.service import import_job_run
+from traces.importing.jobs import import_job_run
 from traces.models import ImportJob, Trace
 
 pytestmark = pytest.mark.django_db

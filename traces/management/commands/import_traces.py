@@ -6,7 +6,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from traces.importing.service import IMPORT_FORMATS, ImportProgress, TraceImportError, traces_import
+from traces.importing.results import ImportProgress, TraceImportError
+from traces.importing.service import IMPORT_FORMATS, traces_import
 from traces.projects.services import project_get_or_create
 
 

@@ -1,0 +1,77 @@
+"""ChatDev WareHouse folders: which files of a folder are traces, and what comes with them.
+
+A ChatDev run is saved as a folder holding the run's ``.log`` (the trace) beside its ``.prompt``
+(the task), ``meta.txt`` (metadata) and the configs and code it generated. A folder (a folder
+inside a zip, or the files of one upload, which count as one folder) with ``.log`` files and a
+``.prompt`` or ``meta.txt`` contributes only its ``.log`` files as traces. Each takes its task
+from the ``.prompt`` its name starts with (in a folder of one run, from the folder's only
+``.prompt``, else from meta.txt's "Task") and, in a folder of one run, ``meta.txt`` as metadata.
+The companions (configs, prompts, generated code) are skipped; every other file is a source of
+its own.
+"""
+
+from __future__ import annotations
+
+import re
+
+from traces.importing.sources import Entry, Source, read_text
+
+
+def sources_from_entries(entries: list[Entry]) -> list[Source]:
+    """One source per file, except in ChatDev WareHouse folders: .log files only, with task and meta."""
+    by_dir: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_dir.setdefault(e.dirname, []).append(e)
+    sources: list[Source] = []
+    for e in entries:
+        siblings = by_dir[e.dirname]
+        prompts = [s for s in siblings if s.basename.endswith(".prompt")]
+        metas = [s for s in siblings if s.basename == "meta.txt"]
+        logs = [s for s in siblings if s.basename.endswith(".log")]
+        if not (logs and (prompts or metas)):
+            sources.append(Source(name=e.name, size=e.size, opener=e.opener))
+            continue
+        if e not in logs:
+            if _chatdev_companion(e.basename):
+                continue  # the run's .prompt, meta.txt, configs and generated code are not traces
+            sources.append(Source(name=e.name, size=e.size, opener=e.opener))
+            continue
+        task = ""
+        prompt = next((p for p in prompts if e.basename.startswith(p.basename[: -len(".prompt")])), None)
+        one_run = len(logs) == 1  # a folder of one run: its .prompt and meta.txt belong to its .log
+        if prompt is None and len(prompts) == 1 and one_run:
+            prompt = prompts[0]
+        if prompt is not None:
+            task = read_text(prompt.opener, prompt.name, prompt.size).strip()
+        meta = {}
+        if metas and one_run:
+            meta = _chatdev_meta(read_text(metas[0].opener, metas[0].name, metas[0].size))
+        if not task and meta.get("Task"):
+            task = meta["Task"]
+        sources.append(Source(name=e.name, size=e.size, opener=e.opener, task=task, meta=meta))
+    return sources
+
+
+_CHATDEV_CONFIGS = frozenset({"ChatChainConfig.json", "PhaseConfig.json", "RoleConfig.json", "meta.txt"})
+_CHATDEV_ARTIFACTS = (".prompt", ".py", ".md", ".png", ".jpg", ".jpeg", ".gif", ".pyc", ".csv", ".html", ".css", ".js")
+
+
+def _chatdev_companion(basename: str) -> bool:
+    """Files a ChatDev WareHouse folder holds beside its .log that are not traces."""
+    return (
+        basename in _CHATDEV_CONFIGS or basename.lower().endswith(_CHATDEV_ARTIFACTS) or basename == "requirements.txt"
+    )
+
+
+def _chatdev_meta(text: str) -> dict[str, str]:
+    """meta.txt: blocks of "Key:" followed by its value lines, separated by blank lines."""
+    meta: dict[str, str] = {}
+    key = None
+    for line in text.splitlines():
+        m = re.fullmatch(r"([A-Z][\w ]{0,40}):\s*", line)
+        if m:
+            key = m.group(1)
+            meta[key] = ""
+        elif key is not None:
+            meta[key] = (meta[key] + "\n" + line) if meta[key] else line.strip()
+    return {k: v.strip() for k, v in meta.items()}

@@ -1,0 +1,35 @@
+"""What an import tells its caller: the result, the error that refuses it whole, its progress.
+
+Every part of the import (sources, parsing, jobs) raises :class:`TraceImportError`, so the
+types live here, below all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class TraceImportError(Exception):
+    """An import was refused whole; the message names the file and the record/line."""
+
+    def __init__(self, message: str, *, result: ImportResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result or ImportResult(imported=0, duplicates=0, failed=1, errors=[message])
+
+
+@dataclass
+class ImportResult:
+    imported: int
+    duplicates: int
+    failed: int
+    errors: list[str] = field(default_factory=list)
+    trace_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ImportProgress:
+    bytes_done: int
+    bytes_total: int
+    imported: int
+    duplicates: int
+    current: str = ""

@@ -1,0 +1,181 @@
+"""Writing an import's new traces and their steps, in batches, inside the import's transaction.
+
+On PostgreSQL, trace ids are reserved from the sequence and the Trace and Step rows go in with
+``COPY`` in batches (a few MB each), so the 200 MB MAST-Data file never sits in memory. The COPY
+data is sent by psycopg's queued writer thread, so the server works while the next rows are
+parsed. Elsewhere (the SQLite demo) the ORM's ``bulk_create`` does it. After each batch is
+written, every hook's ``on_trace`` is called for its traces (see ``traces.importing.hooks``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+from psycopg.copy import QueuedLibpqWriter
+
+from traces.importing.hooks import ImportBatch
+from traces.models import ImportJob, Project, Step, Trace
+from traces.parsers import ParsedTrace
+
+_BATCH_BYTES = 8 * 1024**2  # flush buffered rows to the database every ~8 MB of trace text
+_BATCH_TRACES = 500
+
+_TRACE_COLUMNS = (
+    "id",
+    "project_id",
+    "mas_name",
+    "llm_name",
+    "benchmark",
+    "task",
+    "external_id",
+    "title",
+    "format",
+    "raw_text",
+    "size_bytes",
+    "content_hash",
+    "metadata",
+    "outcome",
+    "n_steps",
+    "n_agents",
+    "n_agent_switches",
+    "n_chars",
+    "n_lines",
+    "n_repeated_steps",
+    "agents",
+    "import_job_id",
+    "imported_at",
+)
+_STEP_COLUMNS = ("trace_id", "index", "agent", "kind", "content", "line_start", "line_end")
+
+
+@dataclass
+class _Pending:
+    parsed: ParsedTrace
+    row: dict[str, Any]
+    extra: dict[str, Any]
+
+
+class TraceWriter:
+    """Buffers new traces and flushes them in batches (COPY on PostgreSQL, bulk_create elsewhere)."""
+
+    def __init__(self, batch: ImportBatch, hooks: tuple[Any, ...]) -> None:
+        self.batch = batch
+        self.hooks = hooks
+        self.pending: list[_Pending] = []
+        self.pending_bytes = 0
+        self.trace_ids: list[int] = []
+        self.postgres = connection.vendor == "postgresql"
+        self.now = timezone.now()
+
+    def add(self, parsed: ParsedTrace, row: dict[str, Any], extra: dict[str, Any]) -> None:
+        self.pending.append(_Pending(parsed, row, extra))
+        self.pending_bytes += row["size_bytes"]
+        if self.pending_bytes >= _BATCH_BYTES or len(self.pending) >= _BATCH_TRACES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
+        ids = self._write_postgres(pending) if self.postgres else self._write_orm(pending)
+        self.trace_ids.extend(ids)
+        for p, trace_id in zip(pending, ids, strict=True):
+            for hook in self.hooks:
+                hook.on_trace(batch=self.batch, trace_id=trace_id, parsed=p.parsed, extra=p.extra)
+
+    def _write_postgres(self, pending: list[_Pending]) -> list[int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                [Trace._meta.db_table, len(pending)],
+            )
+            ids = [r[0] for r in cursor.fetchall()]
+            pg = cursor.cursor  # the psycopg cursor under Django's wrapper
+            trace_sql = f"COPY {Trace._meta.db_table} ({', '.join(_quote(c) for c in _TRACE_COLUMNS)}) FROM STDIN"
+            with pg.copy(trace_sql, writer=QueuedLibpqWriter(pg)) as copy:
+                for trace_id, p in zip(ids, pending, strict=True):
+                    row = p.row
+                    copy.write_row(
+                        (
+                            trace_id,
+                            row["project_id"],
+                            row["mas_name"],
+                            row["llm_name"],
+                            row["benchmark"],
+                            row["task"],
+                            row["external_id"],
+                            row["title"],
+                            row["format"],
+                            row["raw_text"],
+                            row["size_bytes"],
+                            row["content_hash"],
+                            json.dumps(row["metadata"], ensure_ascii=False),
+                            row["outcome"],
+                            row["n_steps"],
+                            row["n_agents"],
+                            row["n_agent_switches"],
+                            row["n_chars"],
+                            row["n_lines"],
+                            row["n_repeated_steps"],
+                            json.dumps(row["agents"], ensure_ascii=False),
+                            row["import_job_id"],
+                            self.now,
+                        )
+                    )
+            step_sql = f"COPY {Step._meta.db_table} ({', '.join(_quote(c) for c in _STEP_COLUMNS)}) FROM STDIN"
+            with pg.copy(step_sql, writer=QueuedLibpqWriter(pg)) as copy:
+                write = copy.write_row
+                for trace_id, p in zip(ids, pending, strict=True):
+                    for st in p.parsed.steps:
+                        write((trace_id, st.index, st.agent[:200], st.kind, st.content, st.line_start, st.line_end))
+        return ids
+
+    def _write_orm(self, pending: list[_Pending]) -> list[int]:
+        traces = [Trace(**p.row) for p in pending]
+        Trace.objects.bulk_create(traces)
+        steps = [
+            Step(
+                trace_id=t.pk,
+                index=st.index,
+                agent=st.agent[:200],
+                kind=st.kind,
+                content=st.content,
+                line_start=st.line_start,
+                line_end=st.line_end,
+            )
+            for t, p in zip(traces, pending, strict=True)
+            for st in p.parsed.steps
+        ]
+        Step.objects.bulk_create(steps, batch_size=500)
+        return [t.pk for t in traces]
+
+
+def _quote(column: str) -> str:
+    return connection.ops.quote_name(column)
+
+
+def trace_row(
+    *, project: Project, job: ImportJob | None, parsed: ParsedTrace, title: str, digest: str, stats: dict[str, Any]
+) -> dict[str, Any]:
+    raw = parsed.raw_text
+    return {
+        "project_id": project.pk,
+        "mas_name": parsed.mas_name[:100],
+        "llm_name": parsed.llm_name[:100],
+        "benchmark": parsed.benchmark[:100],
+        "task": parsed.task,
+        "external_id": parsed.external_id[:300],
+        "title": title[:300],
+        "format": parsed.format[:40],
+        "raw_text": raw,
+        "size_bytes": len(raw.encode("utf-8")),
+        "content_hash": digest,
+        "metadata": parsed.metadata,
+        "outcome": parsed.outcome if parsed.outcome in ("success", "failure") else "",
+        "import_job_id": job.pk if job is not None else None,
+        **stats,
+    }
