@@ -5,10 +5,10 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from traces.pagination import StrictPageNumberPagination
 from traces.projects.permissions import ProjectScopedMixin
 from traces.viewer.selectors import (
     CappedCountPaginator,
@@ -33,7 +33,7 @@ from traces.viewer.serializers import (
 )
 
 
-class TracePagination(PageNumberPagination):
+class TracePagination(StrictPageNumberPagination):
     """50 per page; with a free-text search the count stops at 1,000 (``count_capped`` says so)."""
 
     def paginate_queryset(self, queryset, request, view=None):
