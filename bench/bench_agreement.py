@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
-from annotations.rounds.agreement import bootstrap_indices, round_report
+from annotations.rounds.agreement_report import bootstrap_indices, round_report
 
 MODES = ["1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3"]
 CATEGORIES = {m: m.split(".")[0] for m in MODES}

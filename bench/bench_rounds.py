@@ -45,8 +45,9 @@ from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from annotations.models import Annotation, ModeLabel, Rater, Round, RoundAnnotator, RoundTrace  # noqa: E402
-from annotations.rounds import agreement  # noqa: E402
-from annotations.rounds.selectors import round_disagreements, round_label_matrix  # noqa: E402
+from annotations.rounds import agreement_report  # noqa: E402
+from annotations.rounds.disagreements import round_disagreements  # noqa: E402
+from annotations.rounds.selectors import round_label_matrix  # noqa: E402
 from annotations.rounds.services import REPORT_N_BOOT, REPORT_SEED, agreement_report_get  # noqa: E402
 from taxonomy.services import taxonomy_seed_mast  # noqa: E402
 from traces.models import Membership, Project, Trace  # noqa: E402
@@ -135,7 +136,7 @@ def main() -> None:
         m = round_label_matrix(round=rnd)
         build_times.append(time.perf_counter() - t)
         t = time.perf_counter()
-        report = agreement.round_report(
+        report = agreement_report.round_report(
             m.labels, raters=m.raters, modes=m.modes, categories=m.categories, n_boot=REPORT_N_BOOT, seed=REPORT_SEED
         )
         report_times.append(time.perf_counter() - t)
@@ -147,7 +148,7 @@ def main() -> None:
     print(f"round_report, {REPORT_N_BOOT} resamples: best {r:.3f} s, median {statistics.median(report_times):.3f} s")
     print(f"report computation total:   {b + r:.3f} s (target < 2 s)")
 
-    indices = agreement.bootstrap_indices(args.n_traces, REPORT_N_BOOT, REPORT_SEED)
+    indices = agreement_report.bootstrap_indices(args.n_traces, REPORT_N_BOOT, REPORT_SEED)
     if args.no_sklearn:
         indices = indices[:0]
     t = time.perf_counter()

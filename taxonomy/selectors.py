@@ -1,4 +1,5 @@
-"""Reads on taxonomies: listings, a version with its modes, and the diff between two versions."""
+"""Reads on taxonomies: listings, a version with its modes, the modes of a version in display order
+(the one reader every area uses), and the diff between two versions."""
 
 from __future__ import annotations
 
@@ -28,6 +29,45 @@ def version_get(*, taxonomy_slug: str, number: int) -> TaxonomyVersion | None:
         .filter(taxonomy__slug=taxonomy_slug, number=number)
         .first()
     )
+
+
+# ------------------------------------------------------------------ the modes of a version
+
+# Display order of a version's modes, shared by every reader so columns, bits and lists agree.
+MODE_ORDER = ("category__order", "category__code", "order", "code")
+
+# Published versions are immutable (services and database triggers refuse writes), so their
+# modes can be kept for the life of the process; drafts change and are always read fresh.
+_PUBLISHED_MODES: dict[int, list[FailureMode]] = {}
+
+
+def version_modes(*, version: TaxonomyVersion) -> list[FailureMode]:
+    """The version's modes in display order (category order, category code, mode order, code),
+    each with its category. Cached per process for published versions: treat the modes as read-only."""
+    if not version.is_published:
+        return _modes_of(version)
+    modes = _PUBLISHED_MODES.get(version.pk)
+    if modes is None:
+        modes = _PUBLISHED_MODES[version.pk] = _modes_of(version)
+    return list(modes)
+
+
+def _modes_of(version: TaxonomyVersion) -> list[FailureMode]:
+    return list(FailureMode.objects.filter(version=version).select_related("category").order_by(*MODE_ORDER))
+
+
+def versions_mode_codes(*, version_ids: set[int]) -> dict[int, list[tuple[int, str]]]:
+    """version id -> [(mode id, code)] of several versions in one query, in ``version_modes`` order
+    (bulk readers use position i as bit i of a label mask)."""
+    out: dict[int, list[tuple[int, str]]] = {v: [] for v in version_ids}
+    for mid, vid, code in (
+        FailureMode.objects.filter(version_id__in=version_ids)
+        .order_by(*MODE_ORDER)
+        .values_list("id", "version_id", "code")
+    ):
+        out[vid].append((mid, code))
+    return out
+
 
 
 @dataclass

@@ -6,9 +6,9 @@ traces x 14 modes arrive as ~10,000 small rows and become a numpy matrix without
 over labels. Labels of other taxonomy versions are carried to the project's version through
 the recorded mode mapping.
 
-Which labels: ``"agreed"`` = the consensus (Adjudication rows) of closed rounds, visible to every
-member; or one rater's submitted labels, filtered through the blind rule
-(``annotations_visible_to``), so a member only ever sees the raters they may see.
+Which labels: ``"agreed"`` = the project's agreed labels (``annotations.rounds.agreed``: the
+consensus of closed rounds), visible to every member; or one rater's submitted labels, filtered
+through the blind rule (``annotations_visible_to``), so a member only ever sees the raters they may see.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ import numpy as np
 from django.db.models import Count, Max, Q
 
 from annotations.labels.visibility import annotations_visible_to
-from annotations.models import Adjudication, Annotation, ModeLabel, Rater, Round
-from annotations.releases.selectors import VersionMapper, mask_sum, version_modes
-from taxonomy.models import Category, FailureMode, TaxonomyVersion
+from annotations.models import Annotation, ModeLabel, Rater
+from annotations.rounds.agreed import agreed_adjudications, agreed_fold, agreed_label_masks, agreed_versions, mask_sum
+from taxonomy.mapping import VersionMapper
+from taxonomy.models import Category, TaxonomyVersion
+from taxonomy.selectors import version_modes, versions_mode_codes
 from traces.models import Project, Trace
 
 AGREED = "agreed"
@@ -85,20 +87,11 @@ def dashboard_filter_choices(*, project: Project) -> dict[str, list[str]]:
     return {f: sorted(v) for f, v in out.items()}
 
 
-def _mask_sums(modes: dict[int, list[tuple[int, str]]], *, all_known: bool = False) -> dict:
-    """present / known bit masks; `all_known` where decisions can only be present or absent
-    (Adjudication's check constraint), which saves a test per row."""
-    return {
-        "p": mask_sum(modes, decision="present"),
-        "k": mask_sum(modes) if all_known else mask_sum(modes, decision__in=["present", "absent"]),
-    }
-
-
 def labels_fingerprint(*, user, project: Project, source: str, filters: dict | None = None) -> str:
     """Changes whenever the matrix `label_matrix` would return changes (labels, traces, visibility);
     two cheap aggregates, so the dashboard can cache per (project, filters, labels fingerprint)."""
     if source == AGREED:
-        facts = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED).aggregate(
+        facts = agreed_adjudications(project=project).aggregate(
             n=Count("id"), at=Max("at"), closed=Max("round__closed_at")
         )
         who = "members"  # agreed labels of closed rounds are the same for every member
@@ -126,23 +119,13 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
         trace_q &= Q(**{f"{k}__in": v})
 
     if source == AGREED:
-        base = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
+        adjudications = agreed_adjudications(project=project)
         if filters:
-            base = base.filter(trace_id__in=Trace.objects.filter(trace_q, project=project).values("id"))
-        versions = set(
-            Round.objects.filter(project=project, state=Round.State.CLOSED).values_list(
-                "taxonomy_version_id", flat=True
+            adjudications = adjudications.filter(
+                trace_id__in=Trace.objects.filter(trace_q, project=project).values("id")
             )
-        ) | {target.pk}
-        modes = version_modes(versions)
-        rows = list(
-            base.values("round_id", "trace_id", "round__taxonomy_version_id")
-            .annotate(**_mask_sums(modes, all_known=True), at=Max("round__closed_at"))
-            .order_by()
-            .values_list("trace_id", "round__taxonomy_version_id", "p", "k", "at", "round_id")
-        )
-        # ordered here, not in SQL: an ORDER BY before the GROUP BY would sort every label row
-        rows = [r[:4] for r in sorted(rows, key=lambda r: (r[4], r[5]))]
+        modes = versions_mode_codes(version_ids=agreed_versions(project=project) | {target.pk})
+        rows = agreed_label_masks(adjudications=adjudications, modes=modes)
         label = "Agreed labels (closed rounds)"
     else:
         try:
@@ -155,36 +138,28 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
         if filters:
             visible = visible.filter(trace_id__in=Trace.objects.filter(trace_q, project=project).values("id"))
         versions = set(visible.values_list("taxonomy_version_id", flat=True).distinct()) | {target.pk}
-        modes = version_modes(versions)
-        rows = list(
+        modes = versions_mode_codes(version_ids=versions)
+        per_annotation = list(
             ModeLabel.objects.filter(annotation__in=visible)
             .values("annotation_id", "annotation__trace_id", "annotation__taxonomy_version_id")
-            .annotate(**_mask_sums(modes), at=Max("annotation__updated_at"))
+            .annotate(
+                p=mask_sum(modes, decision="present"),
+                k=mask_sum(modes, decision__in=["present", "absent"]),
+                at=Max("annotation__updated_at"),
+            )
             .order_by()
-            .values_list("annotation__trace_id", "annotation__taxonomy_version_id", "p", "k", "at", "annotation_id")
+            .values_list("annotation__trace_id", "annotation_id", "annotation__taxonomy_version_id", "p", "k", "at")
         )
-        rows = [r[:4] for r in sorted(rows, key=lambda r: (r[4], r[5]))]
+        # the latest annotation wins per mode, as the latest closed round does for agreed labels
+        rows = [r[:5] for r in sorted(per_annotation, key=lambda r: (r[5], r[1]))]
         rater = Rater.objects.filter(pk=rater_id).values_list("name", flat=True).first() or "rater"
         label = f"Labels of {rater}"
 
-    target_codes = [c for _m, c in modes[target.pk]]
-    bit_of = {c: i for i, c in enumerate(target_codes)}
+    target_modes = version_modes(version=target)
+    target_codes = [m.code for m in target_modes]
     mapper = VersionMapper(target, codes=target_codes)
-    P: dict[int, int] = {}
-    K: dict[int, int] = {}
-    for tid, vid, p, k in rows:
-        p, k = int(p or 0), int(k or 0)
-        if vid != target.pk:
-            src = [c for _m, c in modes[vid]]
-            values = {c: ((p >> i) & 1) for i, c in enumerate(src) if (k >> i) & 1}
-            p = k = 0
-            for c, v in mapper.map(vid, values).items():
-                if v is not None and c in bit_of:
-                    k |= 1 << bit_of[c]
-                    p |= v << bit_of[c]
-        old_p, old_k = P.get(tid, 0), K.get(tid, 0)
-        P[tid] = (old_p & ~k) | p  # later rounds / annotations override what they decide
-        K[tid] = old_k | k
+    folded = agreed_fold(rows, modes=modes, mapper=mapper)
+    P, K = folded.present, folded.known
 
     traces = list(
         Trace.objects.filter(trace_q, project=project)
@@ -204,17 +179,12 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
     present = ((pk[:, None] >> bits) & 1).astype(float)
     X = np.where(known, present, np.nan) if n else np.zeros((0, m))
 
-    mode_rows = list(
-        FailureMode.objects.filter(version=target)
-        .order_by("order", "code")
-        .values_list("code", "name", "category__code")
-    )
     cats = list(Category.objects.filter(version=target).order_by("order", "code").values_list("code", "name"))
     outcome = {"success": 1.0, "failure": 0.0}
     return LabelMatrix(
         codes=target_codes,
-        names={c: name for c, name, _ in mode_rows},
-        column_categories=[cc for _c, _n, cc in mode_rows],
+        names={m.code: m.name for m in target_modes},
+        column_categories=[m.category.code for m in target_modes],
         categories=[c for c, _ in cats],
         category_names=dict(cats),
         trace_ids=ids,

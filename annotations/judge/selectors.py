@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
+from annotations.rounds.agreed import agreed_labels
 from annotations.rounds.agreement import cohen_kappa
-from annotations.rounds.selectors import agreed_labels
 from taxonomy.models import FailureMode
 from traces.models import Project
 

@@ -33,7 +33,8 @@ from django.db.models.functions import Coalesce
 
 from annotations.labels.visibility import annotations_visible_to, blind_trace_ids
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
-from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.models import TaxonomyVersion
+from taxonomy.selectors import version_modes  # noqa: F401 (the labelling pages read the modes from here)
 from traces.models import Membership, Project, Trace
 
 ROUND_QUEUE_STATES = (Round.State.OPEN, Round.State.REVIEW)
@@ -85,15 +86,6 @@ def annotation_empty_snapshot() -> dict:
 
 def annotation_history(*, annotation: Annotation) -> QuerySet[AnnotationEvent]:
     return annotation.events.select_related("by").order_by("revision", "id")
-
-
-def version_modes(*, version: TaxonomyVersion) -> list[FailureMode]:
-    """The version's modes in display order, with their category."""
-    return list(
-        FailureMode.objects.filter(version=version)
-        .select_related("category")
-        .order_by("category__order", "category__code", "order", "code")
-    )
 
 
 def trace_annotations_visible(*, user, project: Project, trace: Trace) -> QuerySet[Annotation]:

@@ -7,13 +7,14 @@ release would hold have not changed since the last one.
 from __future__ import annotations
 
 from annotations.models import Release
-from annotations.releases.selectors import closed_adjudications, release_inputs_fingerprint
+from annotations.releases.selectors import release_inputs_fingerprint
 from annotations.releases.services import release_build, release_create
+from annotations.rounds.agreed import agreed_adjudications
 
 
 def seed(ctx) -> None:
     project, manager = ctx.project, ctx.users["manager"]
-    if not closed_adjudications(project=project).exists():
+    if not agreed_adjudications(project=project).exists():
         ctx.say("Releases: no closed round with agreed labels yet, so no release was built")
         return
     fingerprint = release_inputs_fingerprint(project=project)

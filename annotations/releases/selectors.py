@@ -3,7 +3,8 @@
 Everything streams: traces are read in id-ordered chunks (keyset pagination, ``values()``), and the
 labels of one chunk are fetched with one query per kind, so memory is bounded by one chunk.
 
-Final labels come from the Adjudication rows of closed rounds (the consensus); when a (trace,
+Final labels are the project's agreed labels (``annotations.rounds.agreed``: the consensus of
+closed rounds), carried to the release's taxonomy version (``taxonomy.mapping``); when a (trace,
 mode) has none, the manager may ask for a majority vote of the human raters' submitted labels
 (at least two voters, ties stay unknown), flagged ``majority_vote`` per mode.
 """
@@ -16,11 +17,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import BigIntegerField, Case, Max, Q, QuerySet, Sum, TextField, Value, When
+from django.db.models import Max, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotations.models import (
-    Adjudication,
     AgreementReport,
     Annotation,
     ModeLabel,
@@ -29,7 +29,18 @@ from annotations.models import (
     ReleasePolicy,
     Round,
 )
-from taxonomy.models import FailureMode, ModeMapping, TaxonomyVersion
+from annotations.rounds.agreed import (
+    agreed_adjudications,
+    agreed_fold,
+    agreed_label_masks,
+    agreed_versions,
+    majority_vote,
+    mask_sum,
+    unpack,
+)
+from taxonomy.mapping import VersionMapper
+from taxonomy.models import TaxonomyVersion
+from taxonomy.selectors import versions_mode_codes
 from traces.models import Project, Trace
 
 CHUNK = 5000
@@ -37,32 +48,6 @@ PROGRESS_EVERY = 1000
 TEXT_BATCH_BYTES = 32 * 1024 * 1024
 DECISION_VALUE = {"present": 1, "absent": 0}
 BASIS_NAMES = ("unanimous", "adjudicated", "majority")
-
-
-def version_modes(version_ids: set[int]) -> dict[int, list[tuple[int, str]]]:
-    """version id -> [(mode id, code)] in the version's order (bit i of a mask = i-th mode)."""
-    out: dict[int, list[tuple[int, str]]] = {v: [] for v in version_ids}
-    for mid, vid, code in (
-        FailureMode.objects.filter(version_id__in=version_ids)
-        .order_by("order", "code")
-        .values_list("id", "version_id", "code")
-    ):
-        out[vid].append((mid, code))
-    return out
-
-
-def mask_sum(modes: dict[int, list[tuple[int, str]]], **conditions) -> Sum:
-    """SUM(CASE WHEN <conditions> THEN CASE WHEN mode_id = m THEN 2^bit ... END END): one integer per
-    group holding a bit per mode, so labels fold into a few small rows in the database (one label
-    per mode and group). The condition is tested once per row, outside the per-mode CASE."""
-    bit = Case(
-        *[When(mode_id=mid, then=Value(1 << i)) for ms in modes.values() for i, (mid, _code) in enumerate(ms)],
-        default=Value(0),
-        output_field=BigIntegerField(),
-    )
-    if conditions:
-        bit = Case(When(Q(**conditions), then=bit), default=Value(0), output_field=BigIntegerField())
-    return Sum(bit)
 
 
 _EVIDENCE_CACHE: dict[str, Any] = {}
@@ -81,120 +66,7 @@ def _decode_evidence(text: str | None) -> Any:
     return value
 
 
-def unpack(mask_present: int, mask_known: int, codes: list[str]) -> dict[str, int]:
-    return {c: (mask_present >> i) & 1 for i, c in enumerate(codes) if (mask_known >> i) & 1}
-
-
-# ------------------------------------------------------------------ mapping across taxonomy versions
-
-Step = list[tuple[str, str, str]]  # (old_code, new_code, kind) edges of one version step
-
-
-def mapping_steps(*, source_id: int, target: TaxonomyVersion) -> list[Step] | None:
-    """The chain of mapping steps from version `source_id` to `target` along target's parents.
-
-    [] when they are the same version, None when `source_id` is not an ancestor of `target`
-    (labels of that version cannot be carried over).
-    """
-    chain: list[int] = []
-    version: TaxonomyVersion | None = target
-    seen: set[int] = set()
-    while version is not None and version.pk != source_id:
-        if version.pk in seen:
-            return None
-        seen.add(version.pk)
-        chain.append(version.pk)
-        version = version.parent
-    if version is None:
-        return None
-    rows = defaultdict(list)
-    for vid, old, new, kind in ModeMapping.objects.filter(version_id__in=chain).values_list(
-        "version_id", "old_code", "new_code", "kind"
-    ):
-        rows[vid].append((old, new, kind))
-    return [rows[vid] for vid in reversed(chain)]
-
-
-def map_codes(values: dict[str, int | None], steps: list[Step]) -> dict[str, int | None]:
-    """Carry {code: 1|0|None} through mapping steps (pure).
-
-    same/edit/rename copy the value; a merge is present when any merged mode was present, absent
-    when all known were absent, unknown otherwise; a split copies "absent" to every part and
-    makes "present" unknown (which part is not recorded); removed modes drop out; added modes
-    are unknown.
-    """
-    for step in steps:
-        parts: dict[str, list[int | None]] = defaultdict(list)
-        for old, new, kind in step:
-            if not new:
-                continue
-            if not old:
-                parts[new].append(None)
-                continue
-            if old not in values:
-                continue
-            v = values[old]
-            if kind == ModeMapping.Kind.SPLIT and v == 1:
-                v = None
-            parts[new].append(v)
-        out: dict[str, int | None] = {}
-        for new, vs in parts.items():
-            if 1 in vs:
-                out[new] = 1
-            elif vs and all(v == 0 for v in vs):
-                out[new] = 0
-            else:
-                out[new] = None
-        values = out
-    return values
-
-
-class VersionMapper:
-    """Maps {code: value} of any source version to the target version, caching the step chains."""
-
-    def __init__(self, target: TaxonomyVersion, codes: list[str] | None = None) -> None:
-        self.target = target
-        self.codes = (
-            codes
-            if codes is not None
-            else list(
-                FailureMode.objects.filter(version=target).order_by("order", "code").values_list("code", flat=True)
-            )
-        )
-        self._steps: dict[int, list[Step] | None] = {target.pk: []}
-        self.mapped = 0
-        self.unmappable = 0
-        self.kinds: Counter[str] = Counter()
-        self.sources: set[int] = set()
-
-    def steps(self, version_id: int) -> list[Step] | None:
-        if version_id not in self._steps:
-            self._steps[version_id] = mapping_steps(source_id=version_id, target=self.target)
-        return self._steps[version_id]
-
-    def map(self, version_id: int, values: dict[str, int | None]) -> dict[str, int | None]:
-        if version_id == self.target.pk:
-            return values
-        steps = self.steps(version_id)
-        if steps is None:
-            self.unmappable += len(values)
-            return {}
-        out = map_codes(values, steps)
-        self.mapped += sum(1 for v in out.values() if v is not None)
-        self.sources.add(version_id)
-        for step in steps:
-            for old, _new, kind in step:
-                if old in values:
-                    self.kinds[kind] += 1
-        return out
-
-
 # ------------------------------------------------------------------ which traces
-
-
-def closed_adjudications(*, project: Project, round: Round | None = None) -> QuerySet[Adjudication]:
-    qs = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
-    return qs.filter(round=round) if round is not None else qs
 
 
 def _submitted_labels(*, project: Project) -> QuerySet[ModeLabel]:
@@ -224,7 +96,7 @@ def release_traces(
             if filters.get(key):
                 qs = qs.filter(**{f"{field_name}__in": filters[key]})
         return qs
-    agreed = Q(id__in=closed_adjudications(project=project).values("trace_id"))
+    agreed = Q(id__in=agreed_adjudications(project=project).values("trace_id"))
     if majority:
         human = _submitted_annotations(project=project).filter(rater__kind=Rater.Kind.HUMAN)
         agreed |= Q(id__in=human.values("trace_id"))
@@ -293,14 +165,6 @@ def _rater_names(*, project: Project) -> dict[int, tuple[str, str]]:
     return out
 
 
-def _majority(votes: list[int]) -> int | None:
-    if len(votes) < 2:
-        return None
-    yes = sum(votes)
-    no = len(votes) - yes
-    return 1 if yes > no else 0 if no > yes else None
-
-
 def release_records(
     *, spec: ReleaseSpec, stats: ReleaseStats, mapper: VersionMapper, progress: Callable[[int], None] | None = None
 ) -> Iterator[dict[str, Any]]:
@@ -330,23 +194,14 @@ def release_records(
         wanted_kinds |= {Rater.Kind.IMPORTED, Rater.Kind.BASELINE}
     if spec.judge:
         wanted_kinds |= {Rater.Kind.LLM}
-    adjudications = closed_adjudications(project=project, round=spec.round if spec.selection == "round" else None)
-    versions = {spec.version.pk}
-    versions |= set(adjudications.order_by().values_list("round__taxonomy_version_id", flat=True).distinct())
+    one_round = spec.round if spec.selection == "round" else None
+    adjudications = agreed_adjudications(project=project, round=one_round)
+    versions = {spec.version.pk} | agreed_versions(project=project, round=one_round)
     if wanted_kinds:
         versions |= set(
             _submitted_annotations(project=project).order_by().values_list("taxonomy_version_id", flat=True).distinct()
         )
-    modes = version_modes(versions)
-    # rank of each closed round by closing time: later rounds override earlier ones per mode
-    round_order = {
-        rid: rank
-        for rank, rid in enumerate(
-            Round.objects.filter(project=project, state=Round.State.CLOSED)
-            .order_by("closed_at", "id")
-            .values_list("id", flat=True)
-        )
-    }
+    modes = versions_mode_codes(version_ids=versions)
     codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
     known_decision = {"decision__in": ["present", "absent"]}
     done = 0
@@ -359,38 +214,19 @@ def release_records(
         ids = [t["id"] for t in chunk]
         chunk_ids = set(ids)
 
-        # consensus, folded per (trace, round) in SQL; the latest closed round wins per mode
-        final: dict[int, dict[str, int | None]] = defaultdict(dict)
-        basis: dict[int, dict[str, str]] = defaultdict(dict)
-        adj_rows = (
-            adjudications.filter(trace_id__gte=ids[0], trace_id__lte=ids[-1])  # a range: no 5,000 bound parameters
-            .values("trace_id", "round_id", "round__taxonomy_version_id")
-            .annotate(
-                p=mask_sum(modes, decision="present"),
-                k=mask_sum(modes),  # adjudications are only ever present or absent (check constraint)
-                u=mask_sum(modes, basis="unanimous"),
-                m=mask_sum(modes, basis="majority"),
+        # the agreed labels, folded per (trace, round) in SQL; the latest closed round wins per mode
+        adj_rows = [
+            row
+            for row in agreed_label_masks(
+                # a range: no 5,000 bound parameters
+                adjudications=adjudications.filter(trace_id__gte=ids[0], trace_id__lte=ids[-1]),
+                modes=modes,
+                bases=True,
             )
-            .order_by()
-            .values_list("trace_id", "round_id", "round__taxonomy_version_id", "p", "k", "u", "m")
-        )
-        # sorted here, not in SQL: ORDER BY before GROUP BY would sort every label row
-        for tid, rid, vid, p, k, u, m in sorted(adj_rows, key=lambda r: (round_order[r[1]], r[1])):
-            if tid not in chunk_ids:
-                continue
-            stats.rounds.add(rid)
-            values = unpack(int(p), int(k), codes_of[vid])
-            mapped = mapper.map(vid, values)
-            bits = {c: i for i, c in enumerate(codes_of[vid])}
-            for code, v in mapped.items():
-                if v is None:
-                    continue
-                final[tid][code] = v
-                i = bits.get(code)
-                if i is None:
-                    basis[tid][code] = "mapped"
-                else:
-                    basis[tid][code] = "unanimous" if (u >> i) & 1 else "majority" if (m >> i) & 1 else "adjudicated"
+            if row[0] in chunk_ids
+        ]
+        stats.rounds.update(row[1] for row in adj_rows)
+        agreed = agreed_fold(adj_rows, modes=modes, mapper=mapper, bases=True)
 
         # raters' own labels folded per annotation in SQL
         per_rater: dict[int, dict[int, dict[str, int | None]]] = defaultdict(dict)
@@ -453,14 +289,15 @@ def release_records(
             if progress is not None and position and position % PROGRESS_EVERY == 0:
                 progress(done + position)  # the page's progress bar moves within a chunk too
             tid = t["id"]
-            labels = {c: final.get(tid, {}).get(c) for c in codes}
-            mode_basis = {c: basis[tid][c] for c in codes if c in basis.get(tid, {})}
+            known, present = agreed.known.get(tid, 0), agreed.present.get(tid, 0)
+            labels = {c: (present >> i) & 1 if (known >> i) & 1 else None for i, c in enumerate(codes)}
+            mode_basis = {c: agreed.basis(tid, i) for i, c in enumerate(codes) if (known >> i) & 1}
             used_majority = False
             if spec.majority:
                 humans = [v for rid, v in per_rater.get(tid, {}).items() if rater_names.get(rid, ("",))[0] == "human"]
                 for c in codes:
                     if labels[c] is None:
-                        m = _majority([h[c] for h in humans if h.get(c) is not None])
+                        m = majority_vote([h[c] for h in humans if h.get(c) is not None], min_votes=2)
                         if m is not None:
                             labels[c] = m
                             mode_basis[c] = "majority_vote"
@@ -588,7 +425,7 @@ def release_inputs_fingerprint(*, project: Project) -> str:
 
     from django.db.models import Count
 
-    adj = closed_adjudications(project=project).aggregate(n=Count("id"), at=Max("at"), r=Max("round__closed_at"))
+    adj = agreed_adjudications(project=project).aggregate(n=Count("id"), at=Max("at"), r=Max("round__closed_at"))
     labels = _submitted_annotations(project=project).aggregate(n=Count("id"), at=Max("updated_at"))
     n_traces = Trace.objects.filter(project=project).count()
     key = f"{adj['n']}|{adj['at']}|{adj['r']}|{labels['n']}|{labels['at']}|{n_traces}"

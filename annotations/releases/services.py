@@ -26,13 +26,14 @@ from annotations.releases import writers as exporting
 from annotations.releases.selectors import (
     ReleaseSpec,
     ReleaseStats,
-    VersionMapper,
     release_agreement,
     release_count_candidates,
     release_inputs_fingerprint,
     release_records,
 )
-from taxonomy.models import Category, FailureMode, TaxonomyVersion
+from taxonomy.mapping import VersionMapper
+from taxonomy.models import Category, TaxonomyVersion
+from taxonomy.selectors import version_modes
 from traces.models import Project
 from traces.projects.selectors import user_can
 
@@ -162,7 +163,7 @@ def _taxonomy_manifest(version: TaxonomyVersion) -> dict[str, Any]:
         "categories": [{"code": c.code, "name": c.name, "description": c.description} for c in cats.values()],
         "modes": [
             {"code": m.code, "name": m.name, "category": cats[m.category_id].code, "definition": m.definition}
-            for m in FailureMode.objects.filter(version=version).order_by("order", "code")
+            for m in version_modes(version=version)
         ],
     }
 

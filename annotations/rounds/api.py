@@ -18,15 +18,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.models import Annotation, DisagreementComment, Round, RoundAnnotator, RoundTrace
+from annotations.rounds.agreed import agreed_labels
+from annotations.rounds.disagreements import round_adjudications, round_disagreements
+from annotations.rounds.sampling import round_sample_preview
 from annotations.rounds.selectors import (
-    agreed_labels,
     rater_set_parse,
     round_access,
-    round_adjudications,
-    round_disagreements,
     round_list_for_project,
     round_require_report_access,
-    round_sample_preview,
 )
 from annotations.rounds.serializers import (
     AgreedLabelOut,

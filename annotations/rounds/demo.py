@@ -29,7 +29,8 @@ from annotations.rounds.services import (
     round_revise_definition,
     round_start_review,
 )
-from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.models import TaxonomyVersion
+from taxonomy.selectors import version_modes
 
 # framework -> {annotator: {code: rationale}}: what each person saw as present.
 PILOT = {
@@ -107,7 +108,6 @@ def _label(*, round: Round, user, trace, present: dict[str, str]) -> None:
     steps = list(trace.steps.order_by("index").values_list("index", flat=True))
     step = steps[len(steps) // 2] if steps else None
     ann = annotation_get_or_create(trace=trace, user=user, taxonomy_version=round.taxonomy_version, round=round)
-    codes = FailureMode.objects.filter(version=round.taxonomy_version).order_by("order", "code")
     labels = [
         {
             "code": code,
@@ -115,7 +115,7 @@ def _label(*, round: Round, user, trace, present: dict[str, str]) -> None:
             "evidence": [{"step": step}] if code in present and step is not None else [],
             "rationale": present.get(code, ""),
         }
-        for code in codes.values_list("code", flat=True)
+        for code in (m.code for m in version_modes(version=round.taxonomy_version))
     ]
     ann = annotation_save(annotation=ann, by=user, base_revision=ann.revision, labels=labels)
     annotation_submit(annotation=ann, by=user, base_revision=ann.revision)

@@ -1,5 +1,6 @@
-"""Reads on calibration rounds: listings, sampling previews, progress, the label matrix,
-disagreements, who may see what, and the project's agreed labels.
+"""Reads on calibration rounds: listings, progress, the label matrix, units, and who may see what.
+Neighbours: ``sampling`` (a new round's sample), ``disagreements`` (the review pages' reads) and
+``agreed`` (the project's agreed labels: what closed rounds decided).
 
 The blind rule itself lives in ``annotations.labels.visibility``; ``round_access`` here only says which
 round pages a user may open (report, disagreements, progress details), and every place that shows
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,25 +20,28 @@ from django.db.models import Count, Exists, Max, OuterRef, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.http import Http404
 
-from annotations.labels.visibility import annotations_visible_to
 from annotations.models import (
     Adjudication,
     AgreementReport,
     Annotation,
-    DisagreementComment,
     ModeLabel,
     Rater,
     Round,
     RoundAnnotator,
     RoundTrace,
 )
+from annotations.rounds.agreed import (  # noqa: F401 (AgreedLabel, agreed_labels: see below)
+    AgreedLabel,
+    agreed_labels,
+    majority_vote,
+)
 from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.selectors import version_modes
 from traces.models import Membership, Project, Trace
 from traces.projects.selectors import project_role
 
-# Trace fields a stratified sample may be stratified by (form value -> Trace field).
-STRATA_FIELDS = {"framework": "mas_name", "benchmark": "benchmark", "llm": "llm_name"}
-SAMPLING_METHODS = ("manual", "random", "stratified")
+# AgreedLabel and agreed_labels are imported above only so that annotations.judge.runs keeps
+# working until its owner imports them from annotations.rounds.agreed.
 HUMANS = "humans"
 DECISION_VALUE = {ModeLabel.Decision.PRESENT: 1.0, ModeLabel.Decision.ABSENT: 0.0}
 
@@ -138,121 +142,6 @@ def round_require_report_access(*, user, round: Round) -> RoundAccess:
 
 
 # --------------------------------------------------------------------------------------
-# Sampling (pure core + a thin query)
-# --------------------------------------------------------------------------------------
-
-
-def sample_ids(candidates: Sequence[tuple[int, str]], *, method: str, n: int, seed: int) -> list[int]:
-    """Pick ``n`` trace ids from ``(id, stratum)`` candidates; same inputs, same answer.
-
-    ``random``: a uniform sample without replacement. ``stratified``: every stratum gets its
-    share in proportion to its size (largest remainder), at least one trace, each
-    stratum sampled uniformly; the result is shuffled so strata are interleaved for labelling.
-    """
-    if n < 1:
-        raise ValidationError("The sample size must be at least 1.")
-    pool = sorted(candidates)
-    if n > len(pool):
-        raise ValidationError(
-            f"The sample size ({n}) is larger than the number of traces to sample from ({len(pool)})."
-        )
-    rng = np.random.default_rng(seed)
-    ids = np.array([c[0] for c in pool], dtype=np.int64)
-    if method == "random":
-        return [int(i) for i in rng.choice(ids, size=n, replace=False)]
-    if method != "stratified":
-        raise ValidationError(f"Unknown sampling method {method!r}; expected random or stratified.")
-    strata: dict[str, list[int]] = defaultdict(list)
-    for tid, stratum in pool:
-        strata[stratum].append(tid)
-    keys = sorted(strata)
-    if n < len(keys):
-        raise ValidationError(
-            f"A stratified sample needs at least one trace per stratum: {len(keys)} strata, but the sample size is {n}."
-        )
-    sizes = np.array([len(strata[k]) for k in keys], dtype=float)
-    quota = n * sizes / sizes.sum()
-    alloc = np.minimum(np.maximum(1, np.floor(quota)), sizes).astype(np.int64)
-    # Hamilton's method with a floor of one per stratum: fix the total, ties by stratum order.
-    while alloc.sum() > n:
-        j = max((j for j in range(len(keys)) if alloc[j] > 1), key=lambda j: (alloc[j] - quota[j], -j))
-        alloc[j] -= 1
-    while alloc.sum() < n:
-        j = max((j for j in range(len(keys)) if alloc[j] < sizes[j]), key=lambda j: (quota[j] - alloc[j], -j))
-        alloc[j] += 1
-    chosen: list[int] = []
-    for k, take in zip(keys, alloc, strict=True):
-        chosen.extend(int(i) for i in rng.choice(np.array(strata[k], dtype=np.int64), size=int(take), replace=False))
-    order = rng.permutation(len(chosen))
-    return [chosen[i] for i in order]
-
-
-@dataclass
-class SamplePreview:
-    method: str
-    n: int
-    seed: int
-    stratify_by: str
-    traces: list[Trace]
-    strata: list[tuple[str, int, int]] = field(default_factory=list)  # (stratum, in sample, available)
-    sampling: dict[str, Any] = field(default_factory=dict)  # what Round.sampling stores
-
-
-def round_sample_preview(
-    *,
-    project: Project,
-    method: str,
-    n: int = 0,
-    seed: int = 0,
-    stratify_by: str = "framework",
-    trace_ids: Iterable[int] = (),
-) -> SamplePreview:
-    """The traces a round would get, without creating anything (what the create form shows)."""
-    if method not in SAMPLING_METHODS:
-        raise ValidationError(f"Unknown sampling method {method!r}; expected one of {', '.join(SAMPLING_METHODS)}.")
-    base = Trace.objects.filter(project=project)
-    if method == "manual":
-        wanted = list(dict.fromkeys(int(t) for t in trace_ids))
-        if not wanted:
-            raise ValidationError("Pick at least one trace.")
-        found = {
-            t.pk: t
-            for t in base.filter(pk__in=wanted).only("id", "title", "external_id", "mas_name", "benchmark", "llm_name")
-        }
-        missing = [t for t in wanted if t not in found]
-        if missing:
-            raise ValidationError(f"These trace ids are not in the project: {', '.join(map(str, missing))}.")
-        ids = wanted
-        stratify_by = ""
-    else:
-        if stratify_by not in STRATA_FIELDS:
-            raise ValidationError(f"Unknown stratum {stratify_by!r}; expected one of {', '.join(STRATA_FIELDS)}.")
-        fname = STRATA_FIELDS[stratify_by]
-        candidates = [(tid, s or "(none)") for tid, s in base.values_list("id", fname)]
-        ids = sample_ids(candidates, method=method, n=n, seed=seed)
-        found = {
-            t.pk: t
-            for t in base.filter(pk__in=ids).only("id", "title", "external_id", "mas_name", "benchmark", "llm_name")
-        }
-    traces = [found[i] for i in ids]
-    strata: list[tuple[str, int, int]] = []
-    if method == "stratified":
-        fname = STRATA_FIELDS[stratify_by]
-        available = dict(base.values_list(fname).annotate(n=Count("id")).order_by())
-        picked: dict[str, int] = defaultdict(int)
-        for t in traces:
-            picked[getattr(t, fname) or ""] += 1
-        strata = [(k or "(none)", picked.get(k, 0), v) for k, v in sorted(available.items())]
-    sampling: dict[str, Any] = {"method": method}
-    if method != "manual":
-        sampling.update({"n": n, "seed": seed})
-    if method == "stratified":
-        sampling["stratify_by"] = stratify_by
-        sampling["strata"] = [{"stratum": s, "n": k, "available": a} for s, k, a in strata]
-    return SamplePreview(method, len(traces), seed, stratify_by, traces, strata, sampling)
-
-
-# --------------------------------------------------------------------------------------
 # Progress
 # --------------------------------------------------------------------------------------
 
@@ -341,7 +230,8 @@ class LabelMatrix:
 
 
 def round_modes(*, version: TaxonomyVersion) -> list[FailureMode]:
-    return list(FailureMode.objects.filter(version=version).select_related("category").order_by("order", "code"))
+    """The modes a round on ``version`` labels, in the taxonomy's display order."""
+    return version_modes(version=version)
 
 
 def round_human_raters(*, round: Round) -> list[tuple[Any, Rater | None]]:
@@ -528,7 +418,7 @@ def round_kappa_trend(*, project: Project) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------
-# Units, disagreements, adjudications
+# Units (the disagreement pages' reads are in annotations.rounds.disagreements)
 # --------------------------------------------------------------------------------------
 
 
@@ -551,24 +441,16 @@ class Unit:
 
     def majority(self) -> str | None:
         """Strict majority of the present/absent decisions; None on a tie or without votes."""
-        yes = sum(1 for v in self.decisions.values() if v == ModeLabel.Decision.PRESENT)
-        no = sum(1 for v in self.decisions.values() if v == ModeLabel.Decision.ABSENT)
-        if yes > no:
-            return ModeLabel.Decision.PRESENT
-        if no > yes:
-            return ModeLabel.Decision.ABSENT
-        return None
+        votes = [int(v == ModeLabel.Decision.PRESENT) for v in self.decisions.values() if v in DECISION_VALUE]
+        vote = majority_vote(votes)
+        return None if vote is None else (ModeLabel.Decision.PRESENT if vote else ModeLabel.Decision.ABSENT)
 
 
 def round_units(*, round: Round) -> list[Unit]:
     """Every (trace, mode) of the round with each annotator's submitted decision."""
     user_ids = list(RoundAnnotator.objects.filter(round=round).order_by("user_id").values_list("user_id", flat=True))
     trace_ids = list(RoundTrace.objects.filter(round=round).order_by("order", "id").values_list("trace_id", flat=True))
-    mode_ids = list(
-        FailureMode.objects.filter(version_id=round.taxonomy_version_id)
-        .order_by("order", "code")
-        .values_list("id", flat=True)
-    )
+    mode_ids = [m.pk for m in round_modes(version=round.taxonomy_version)]
     got: dict[tuple[int, int], dict[int, str]] = defaultdict(dict)
     for user_id, trace_id, mode_id, decision in (
         ModeLabel.objects.filter(annotation__round=round, annotation__state=Annotation.State.SUBMITTED)
@@ -589,201 +471,6 @@ def round_open_disagreement_count(*, round: Round) -> int:
         .values_list("trace_id", "mode_id")
     )
     return sum(1 for u in round_units(round=round) if u.unanimous is None and (u.trace_id, u.mode_id) not in decided)
-
-
-@dataclass
-class RaterLabel:
-    username: str
-    decision: str
-    evidence: list
-    rationale: str
-    confidence: float | None
-
-
-@dataclass
-class Disagreement:
-    trace: Trace
-    mode: FailureMode
-    labels: list[RaterLabel]
-    adjudication: Adjudication | None
-    comments: list[DisagreementComment]
-    majority: str | None
-
-    @property
-    def first_step(self) -> int | None:
-        for lab in self.labels:
-            for ev in lab.evidence or []:
-                if isinstance(ev, dict) and isinstance(ev.get("step"), int):
-                    return ev["step"]
-        return None
-
-    @property
-    def key(self) -> str:
-        # Used as an HTML id and in CSS selectors (htmx targets): no dots.
-        return f"{self.trace.pk}-{self.mode.code}".replace(".", "_")
-
-
-class DisagreementList(Sequence):
-    """The disagreements of a round as a lazy sequence: ``len()`` is cheap (units only) and a
-    slice loads labels, comments and traces for just that slice, so a paginator (Django's or
-    DRF's) reads one page of a 1,642-trace round, not all of it."""
-
-    def __init__(
-        self, *, round: Round, user, units: list[Unit], adjudications: dict, modes: dict, n_open: int = 0
-    ) -> None:
-        self.round, self.user, self.units = round, user, units
-        self.adjudications, self.modes = adjudications, modes
-        self.n_open = n_open  # units of the whole round still needing a decision (before filters)
-
-    def __len__(self) -> int:
-        return len(self.units)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return self._detail(self.units[index])
-        return self._detail([self.units[index]])[0]
-
-    def __iter__(self):
-        return iter(self._detail(self.units))
-
-    def _detail(self, units: list[Unit]) -> list[Disagreement]:
-        if not units:
-            return []
-        rnd = self.round
-        trace_ids = {u.trace_id for u in units}
-        mode_ids = {u.mode_id for u in units}
-        visible = annotations_visible_to(
-            user=self.user, project=rnd.project, qs=Annotation.objects.filter(round=rnd, trace_id__in=trace_ids)
-        ).filter(state=Annotation.State.SUBMITTED)
-        labels: dict[tuple[int, int], dict[int, ModeLabel]] = defaultdict(dict)
-        for lab in ModeLabel.objects.filter(annotation__in=visible, mode_id__in=mode_ids).select_related(
-            "annotation__rater"
-        ):
-            labels[(lab.annotation.trace_id, lab.mode_id)][lab.annotation.rater.user_id] = lab
-        users = sorted(
-            RoundAnnotator.objects.filter(round=rnd).values_list("user_id", "user__username"), key=lambda kv: kv[1]
-        )
-        comments: dict[tuple[int, int], list[DisagreementComment]] = defaultdict(list)
-        for c in DisagreementComment.objects.filter(round=rnd, trace_id__in=trace_ids).select_related("author"):
-            comments[(c.trace_id, c.mode_id)].append(c)
-        # Trace text can be megabytes: only what the page shows.
-        traces = Trace.objects.only("id", "project_id", "title", "external_id", "mas_name").in_bulk(trace_ids)
-        out = []
-        for u in units:
-            key = (u.trace_id, u.mode_id)
-            row = []
-            for uid, username in users:
-                lab = labels[key].get(uid)
-                row.append(
-                    RaterLabel(
-                        username=username,
-                        decision=lab.decision if lab else ("hidden" if u.decisions.get(uid) else ""),
-                        evidence=lab.evidence if lab else [],
-                        rationale=lab.rationale if lab else "",
-                        confidence=lab.confidence if lab else None,
-                    )
-                )
-            out.append(
-                Disagreement(
-                    trace=traces[u.trace_id],
-                    mode=self.modes[u.mode_id],
-                    labels=row,
-                    adjudication=self.adjudications.get(key),
-                    comments=comments.get(key, []),
-                    majority=u.majority(),
-                )
-            )
-        return out
-
-
-def round_disagreements(
-    *, round: Round, user, mode_code: str | None = None, status: str = "all", trace_id: int | None = None
-) -> DisagreementList:
-    """Every (trace, mode) where the round's raters differ (or someone was unsure / missing),
-    with each rater's label side by side. Labels pass through the blind rule for the viewer.
-
-    ``status``: "all", "open" (no consensus yet) or "decided" (adjudicated).
-    Units decided unanimously are not disagreements and never appear here.
-    Returns a lazy sequence (see ``DisagreementList``): slice it to page it.
-    """
-    units = [u for u in round_units(round=round) if u.unanimous is None]
-    adjudications = {
-        (a.trace_id, a.mode_id): a
-        for a in Adjudication.objects.filter(round=round)
-        .exclude(basis=Adjudication.Basis.UNANIMOUS)
-        .select_related("by")
-    }
-    n_open = sum(1 for u in units if (u.trace_id, u.mode_id) not in adjudications)
-    if trace_id is not None:
-        units = [u for u in units if u.trace_id == trace_id]
-    modes = {m.pk: m for m in round_modes(version=round.taxonomy_version)}
-    if mode_code:
-        units = [u for u in units if modes[u.mode_id].code == mode_code]
-    if status == "open":
-        units = [u for u in units if (u.trace_id, u.mode_id) not in adjudications]
-    elif status == "decided":
-        units = [u for u in units if (u.trace_id, u.mode_id) in adjudications]
-    return DisagreementList(
-        round=round, user=user, units=units, adjudications=adjudications, modes=modes, n_open=n_open
-    )
-
-
-def round_adjudications(*, round: Round) -> QuerySet[Adjudication]:
-    return (
-        Adjudication.objects.filter(round=round)
-        .select_related("mode", "by", "trace")
-        .order_by("trace_id", "mode__order", "mode__code")
-    )
-
-
-# --------------------------------------------------------------------------------------
-# The project's agreed labels (input of the export)
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AgreedLabel:
-    trace_id: int
-    mode_code: str
-    mode_id: int
-    taxonomy_version_id: int
-    decision: str  # "present" | "absent"
-    basis: str  # "unanimous" | "adjudicated" | "majority"
-    round_id: int
-    note: str
-
-
-def agreed_labels(
-    *,
-    project: Project,
-    taxonomy_version: TaxonomyVersion | None = None,
-    trace_ids: Iterable[int] | None = None,
-) -> list[AgreedLabel]:
-    """The project's agreed labels: the consensus (Adjudication rows) of its CLOSED rounds.
-
-    One row per (trace, taxonomy version, mode code). When a trace was in several closed rounds
-    with the same taxonomy version, the most recently closed round wins. Units a closed round
-    left without consensus (an imported tie) have no row. Filter by ``taxonomy_version`` to get
-    labels in one version's codes (label migration across versions is the export's business).
-    Ordered by trace id, then mode order.
-    """
-    qs = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
-    if taxonomy_version is not None:
-        qs = qs.filter(round__taxonomy_version=taxonomy_version)
-    if trace_ids is not None:
-        qs = qs.filter(trace_id__in=list(trace_ids))
-    rows = qs.order_by("trace_id", "mode__order", "mode__code", "-round__closed_at", "-round_id").values_list(
-        "trace_id", "mode__code", "mode_id", "round__taxonomy_version_id", "decision", "basis", "round_id", "note"
-    )
-    out: list[AgreedLabel] = []
-    seen: set[tuple[int, int, str]] = set()
-    for trace_id, code, mode_id, version_id, decision, basis, round_id, note in rows:
-        key = (trace_id, version_id, code)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(AgreedLabel(trace_id, code, mode_id, version_id, decision, basis, round_id, note))
-    return out
 
 
 def project_annotator_choices(*, project: Project) -> QuerySet:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotations.models import Adjudication, DisagreementComment, Round
-from annotations.rounds.selectors import SAMPLING_METHODS, STRATA_FIELDS
+from annotations.rounds.sampling import SAMPLING_METHODS, STRATA_FIELDS
 
 
 class RoundOut(serializers.ModelSerializer):
@@ -160,7 +160,7 @@ class RoundRefOut(serializers.Serializer):
 
 
 class AgreementReportOut(serializers.Serializer):
-    """``annotations.rounds.agreement.round_report`` as stored, with the round it belongs to."""
+    """``annotations.rounds.agreement_report.round_report`` as stored, with the round it belongs to."""
 
     round = RoundRefOut()
     rater_set = serializers.CharField(help_text='"humans" (default headline) or "humans+<rater ids>".')

@@ -14,7 +14,7 @@ State machine (no skipping, no going back):
   decided by vote (present-wins or absent-wins would bias prevalence one way): closing refuses,
   naming the tied units, so an adjudicator decides them.
 
-The report is computed by ``annotations.rounds.agreement.round_report`` over the matrix built by
+The report is computed by ``annotations.rounds.agreement_report.round_report`` over the matrix built by
 ``selectors.rounds.round_label_matrix`` and stored in ``AgreementReport`` with a fingerprint of
 what it was computed from; ``agreement_report_get`` recomputes it only when that changed.
 """
@@ -43,17 +43,18 @@ from annotations.models import (
     RoundAnnotator,
     RoundTrace,
 )
-from annotations.rounds import agreement
+from annotations.rounds import agreement_report
+from annotations.rounds.sampling import round_sample_preview
 from annotations.rounds.selectors import (
     HUMANS,
     rater_set_key,
     round_label_matrix,
     round_labels_fingerprint_parts,
     round_progress,
-    round_sample_preview,
     round_units,
 )
 from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.selectors import version_modes
 from taxonomy.services import mode_edit, version_draft_from, version_publish
 from traces.models import Membership, Project, Trace
 from traces.projects.selectors import user_can
@@ -294,7 +295,7 @@ def round_close(*, round: Round, by=None, with_majority: bool = False) -> Round:
     if pending:
         ties = [u for u in pending if u.majority() is None]
         if ties:
-            codes = dict(FailureMode.objects.filter(version_id=rnd.taxonomy_version_id).values_list("id", "code"))
+            codes = {m.pk: m.code for m in version_modes(version=rnd.taxonomy_version)}
             shown = ", ".join(f"trace {u.trace_id} / {codes[u.mode_id]}" for u in ties[:10])
             more = f" and {len(ties) - 10} more" if len(ties) > 10 else ""
             raise ValidationError(
@@ -359,9 +360,9 @@ def _fingerprint(parts: list[Any]) -> str:
 def agreement_report_compute(
     *, round: Round, extra_rater_ids: Sequence[int] = (), n_boot: int = REPORT_N_BOOT, seed: int = REPORT_SEED
 ) -> dict[str, Any]:
-    """The report JSON (not stored): ``agreement.round_report`` over the round's label matrix."""
+    """The report JSON (not stored): ``agreement_report.round_report`` over the round's label matrix."""
     matrix = round_label_matrix(round=round, extra_rater_ids=extra_rater_ids)
-    data = agreement.round_report(
+    data = agreement_report.round_report(
         matrix.labels,
         raters=matrix.raters,
         modes=matrix.modes,

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotations.rounds import views
+from annotations.rounds import disagreement_views, views
 
 R = "p/<slug:slug>/rounds/<int:pk>/"
 D = R + "disagreements/<int:trace_id>/<str:code>/"
@@ -13,9 +13,9 @@ urlpatterns = [
     path("p/<slug:slug>/rounds/preview/", views.round_preview, name="round_preview"),
     path(R, views.round_detail, name="round_detail"),
     path(R + "report/", views.round_report_page, name="round_report"),
-    path(R + "disagreements/", views.round_disagreements_page, name="round_disagreements"),
-    path(D + "adjudicate/", views.disagreement_adjudicate, name="disagreement_adjudicate"),
-    path(D + "comments/", views.disagreement_comment, name="disagreement_comment"),
+    path(R + "disagreements/", disagreement_views.round_disagreements_page, name="round_disagreements"),
+    path(D + "adjudicate/", disagreement_views.disagreement_adjudicate, name="disagreement_adjudicate"),
+    path(D + "comments/", disagreement_views.disagreement_comment, name="disagreement_comment"),
     path(R + "revise/<str:code>/", views.round_revise, name="round_revise"),
     path(R + "<str:action>/", views.round_action, name="round_action"),
 ]

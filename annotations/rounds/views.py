@@ -1,11 +1,11 @@
 """HTML pages of calibration rounds: list, create (with an htmx sample preview), detail and
-progress, the agreement report, disagreements with adjudication and discussion, and "revise this
-definition". Views parse input, call one service or selector, render.
+progress, the agreement report, and "revise this definition" (the disagreement pages, with
+adjudication and discussion, are in ``disagreement_views``). Views parse input, call one service
+or selector, render.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from django import forms
@@ -16,16 +16,15 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.models import Round
+from annotations.rounds import report as presentation
+from annotations.rounds.sampling import STRATA_FIELDS, round_sample_preview
 from annotations.rounds.selectors import (
-    STRATA_FIELDS,
     project_annotator_choices,
     rater_set_parse,
     round_access,
-    round_disagreements,
     round_extra_raters,
     round_get,
     round_kappa_trend,
@@ -34,13 +33,10 @@ from annotations.rounds.selectors import (
     round_open_disagreement_count,
     round_progress,
     round_require_report_access,
-    round_sample_preview,
     round_versions_for_project,
 )
 from annotations.rounds.services import (
-    adjudication_record,
     agreement_report_get,
-    disagreement_comment_add,
     round_create,
     round_create_next,
     round_revise_definition,
@@ -67,7 +63,7 @@ def round_list(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug)
     rounds = list(round_list_for_project(project=project, user=request.user))
     for r in rounds:
-        r.headline = _num(r.headline_kappa)
+        r.headline = presentation.number(r.headline_kappa)
         expected = (r.n_traces or 0) * (r.n_annotators or 0)
         r.percent = int(100 * (r.n_submitted or 0) / expected) if expected else 0
     return render(
@@ -77,19 +73,10 @@ def round_list(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "role": role,
             "rounds": rounds,
-            "trend": _trend_chart(round_kappa_trend(project=project)) if rounds else None,
+            "trend": presentation.trend_chart(round_kappa_trend(project=project)) if rounds else None,
             "nav": "projects",
         },
     )
-
-
-def _num(v: Any) -> float | None:
-    if v in (None, "", "null"):
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
 
 
 # --------------------------------------------------------------------------------------
@@ -292,202 +279,6 @@ def round_action(request: HttpRequest, slug: str, pk: int, action: str) -> HttpR
 # Report
 # --------------------------------------------------------------------------------------
 
-STAT_COLUMNS = [
-    ("mean_pairwise_kappa", "Mean Cohen's κ", "Mean of the pairwise Cohen's kappas"),
-    ("fleiss_kappa", "Fleiss' κ", "Fleiss' kappa over all raters"),
-    ("krippendorff_alpha", "Krippendorff's α", "Krippendorff's alpha (nominal), copes with missing labels"),
-    ("pabak", "PABAK", "Prevalence- and bias-adjusted kappa"),
-    ("gwet_ac1", "Gwet's AC1", "Gwet's first-order agreement coefficient, robust to rare modes"),
-    ("percent_agreement", "% agree", "Observed agreement"),
-]
-
-
-def kappa_colour(v: float | None) -> tuple[str, str]:
-    """(background, text) for a kappa: blues for agreement, reds below chance, grey undefined."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "#eef0f3", "#5f6b7a"
-    v = max(-1.0, min(1.0, v))
-    if v >= 0:
-        light = 97 - 62 * v
-        bg = f"hsl(214, 70%, {light:.0f}%)"
-    else:
-        light = 96 + 40 * v
-        bg = f"hsl(4, 72%, {light:.0f}%)"
-    return bg, "#ffffff" if light < 58 else "#1d2330"
-
-
-def landis_koch(v: float | None) -> str:
-    if v is None:
-        return "undefined"
-    for lim, word in ((0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
-        if v <= lim:
-            return word
-    return "almost perfect"
-
-
-def _cell(stat: dict[str, Any] | None, *, pct: bool = False) -> dict[str, Any]:
-    stat = stat or {}
-    v = stat.get("value")
-    ci = stat.get("ci")
-    fmt = (lambda x: f"{100 * x:.0f}%") if pct else (lambda x: f"{x:.2f}")
-    return {
-        "value": v,
-        "text": "undefined" if v is None else fmt(v),
-        "ci": f"{fmt(ci[0])} – {fmt(ci[1])}" if ci else "",
-        "why": stat.get("undefined") or (stat.get("ci_undefined") if v is not None and not ci else "") or "",
-        "undefined": v is None,
-    }
-
-
-def _report_context(rnd: Round, data: dict[str, Any]) -> dict[str, Any]:
-    raters = data["raters"]
-    n_humans = data.get("human_raters", len(raters))
-    matrix = []
-    for i, a in enumerate(raters):
-        row = []
-        for j, _b in enumerate(raters):
-            v = data["kappa_matrix"][i][j]
-            bg, fg = kappa_colour(v)
-            why = ""
-            if v is None and i != j:
-                pair = next((p for p in data["pairwise"] if {p["a"], p["b"]} == {raters[i], raters[j]}), None)
-                why = (pair or {}).get("kappa", {}).get("undefined") or "undefined"
-            row.append(
-                {
-                    "v": v,
-                    "text": "—" if i == j else ("undef." if v is None else f"{v:.2f}"),
-                    "bg": bg,
-                    "fg": fg,
-                    "diag": i == j,
-                    "why": why,
-                    "b": raters[j],
-                }
-            )
-        matrix.append({"rater": a, "human": i < n_humans, "cells": row})
-    modes = {m.code: m for m in round_modes(version=rnd.taxonomy_version)}
-    per_mode = []
-    for block in data["per_mode"]:
-        mode = modes.get(block["mode"])
-        cells = [_cell(block.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS]
-        v = block["mean_pairwise_kappa"]["value"]
-        bg, fg = kappa_colour(v)
-        per_mode.append(
-            {
-                "code": block["mode"],
-                "name": mode.name if mode else "",
-                "definition": mode.definition if mode else "",
-                "prevalence": _cell(block.get("prevalence"), pct=True),
-                "cells": cells,
-                "sort": v if v is not None else 9,
-                "bg": bg,
-                "fg": fg,
-                "band": landis_koch(v),
-            }
-        )
-    per_mode.sort(key=lambda r: (r["sort"], r["code"]))
-    cats = {c.code: c.name for c in rnd.taxonomy_version.categories.all()}
-    per_category = [
-        {
-            "code": b["category"],
-            "name": cats.get(b["category"], ""),
-            "modes": b["modes"],
-            "prevalence": _cell(b.get("prevalence"), pct=True),
-            "cells": [_cell(b.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS],
-        }
-        for b in data["per_category"]
-    ]
-    overall = data["overall"]
-    headline = _cell(data["mean_pairwise_kappa"])
-    return {
-        "data": data,
-        "matrix": matrix,
-        "per_mode": per_mode,
-        "per_category": per_category,
-        "columns": STAT_COLUMNS,
-        "headline": headline,
-        "headline_band": landis_koch(headline["value"]),
-        "headline_bg": kappa_colour(headline["value"])[0],
-        "headline_fg": kappa_colour(headline["value"])[1],
-        "overall": {key: _cell(overall.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS},
-        "overall_prevalence": _cell(overall.get("prevalence"), pct=True),
-        "legend": [
-            {"v": v, "bg": kappa_colour(v)[0], "fg": kappa_colour(v)[1]} for v in (-0.4, 0, 0.2, 0.4, 0.6, 0.8, 1.0)
-        ],
-    }
-
-
-def _trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Coordinates for the SVG trend chart of headline kappa across rounds (rendered by a template)."""
-    width, height = 720, 260
-    left, right, top, bottom = 52, 24, 24, 62
-    plot_w, plot_h = width - left - right, height - top - bottom
-    n = len(rows)
-    lo = min(
-        [-0.2] + [r["lo"] for r in rows if r["lo"] is not None] + [r["kappa"] for r in rows if r["kappa"] is not None]
-    )
-    lo = math.floor(lo * 5) / 5
-    hi = 1.0
-
-    def y(v: float) -> float:
-        return top + plot_h * (hi - v) / (hi - lo)
-
-    def x(i: int) -> float:
-        return left + (plot_w * (i + 0.5) / n if n else plot_w / 2)
-
-    points = []
-    for i, r in enumerate(rows):
-        k = r["kappa"]
-        points.append(
-            {
-                "x": round(x(i), 1),
-                "xl": round(x(i) - 5, 1),
-                "xr": round(x(i) + 5, 1),
-                "y": round(y(k), 1) if k is not None else None,
-                "lo": round(y(r["lo"]), 1) if r["lo"] is not None else None,
-                "hi": round(y(r["hi"]), 1) if r["hi"] is not None else None,
-                "label": r["round"].name if len(r["round"].name) <= 16 else r["round"].name[:15] + "…",
-                "name": r["round"].name,
-                "kappa": "no report yet" if k is None else f"{k:.2f}",
-                "version": r["version"],
-                "changed": r["version_changed"],
-                "state": r["round"].state,
-                "pk": r["round"].pk,
-            }
-        )
-    line = " ".join(f"{p['x']},{p['y']}" for p in points if p["y"] is not None)
-    ticks = []
-    v = lo
-    while v <= hi + 1e-9:
-        ticks.append({"v": f"{v:.1f}", "y": round(y(v), 1)})
-        v = round(v + 0.2, 10)
-    bands = [
-        {"y": round(y(b), 1), "h": round(y(a) - y(b), 1), "label": name, "ly": round((y(a) + y(b)) / 2 + 4, 1)}
-        for a, b, name in ((0.6, 0.8, "substantial"), (0.8, 1.0, "almost perfect"))
-    ]
-    version_marks = [
-        {"x": round((points[i - 1]["x"] + p["x"]) / 2, 1), "version": p["version"]}
-        for i, p in enumerate(points)
-        if p["changed"] and i > 0
-    ]
-    return {
-        "width": width,
-        "height": height,
-        "left": left,
-        "tick_x": left - 8,
-        "plot_w": plot_w,
-        "right": width - right,
-        "top": top,
-        "bottom": height - bottom,
-        "label_y": height - bottom + 18,
-        "version_y": height - bottom + 34,
-        "points": points,
-        "line": line,
-        "ticks": ticks,
-        "zero_y": round(y(0), 1) if lo < 0 else None,
-        "bands": bands,
-        "version_marks": version_marks,
-    }
-
 
 @login_required
 def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
@@ -521,140 +312,15 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "extra_raters": round_extra_raters(round=rnd),
             "selected": set(extra_ids),
             "rater_set": report.rater_set,
-            "trend": _trend_chart(round_kappa_trend(project=project)),
+            "trend": presentation.trend_chart(round_kappa_trend(project=project)),
             "nav": "projects",
-            **_report_context(rnd, report.data),
+            **presentation.report_context(
+                report.data,
+                modes={m.code: m for m in round_modes(version=rnd.taxonomy_version)},
+                categories={c.code: c.name for c in rnd.taxonomy_version.categories.all()},
+            ),
         },
     )
-
-
-# --------------------------------------------------------------------------------------
-# Disagreements
-# --------------------------------------------------------------------------------------
-
-
-def _trace_url(slug: str, trace_id: int, step: int | None) -> str:
-    try:
-        url = reverse("trace_detail", kwargs={"slug": slug, "pk": trace_id})
-    except NoReverseMatch:
-        return ""
-    return f"{url}#step-{step}" if step is not None else url
-
-
-def _decorate(items, slug: str) -> None:
-    for d in items:
-        d.trace_url = _trace_url(slug, d.trace.pk, d.first_step)
-        for lab in d.labels:
-            lab.steps = [
-                {"step": ev["step"], "url": _trace_url(slug, d.trace.pk, ev["step"])}
-                for ev in lab.evidence
-                if isinstance(ev, dict) and isinstance(ev.get("step"), int)
-            ]
-            lab.lines = [ev["lines"] for ev in lab.evidence if isinstance(ev, dict) and ev.get("lines")]
-
-
-@login_required
-def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    project, role = project_get_for_user(user=request.user, slug=slug)
-    rnd = round_get(project=project, round_id=pk)
-    access = round_require_report_access(user=request.user, round=rnd)
-    status = request.GET.get("status", "open" if rnd.state == Round.State.REVIEW else "all")
-    if status not in ("all", "open", "decided"):
-        status = "all"
-    mode = request.GET.get("mode") or None
-    items = round_disagreements(round=rnd, user=request.user, mode_code=mode, status=status)
-    page = Paginator(items, 20).get_page(request.GET.get("page"))
-    _decorate(page.object_list, slug)
-    return render(
-        request,
-        "annotations/rounds/disagreements.html",
-        {
-            "project": project,
-            "role": role,
-            "round": rnd,
-            "access": access,
-            "page": page,
-            "status": status,
-            "mode": mode,
-            "modes": round_modes(version=rnd.taxonomy_version),
-            "n_open": items.n_open if rnd.state == Round.State.REVIEW else 0,
-            "can_adjudicate": access.can_manage and rnd.state == Round.State.REVIEW,
-            "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
-            and (access.can_manage or access.is_annotator),
-            "nav": "projects",
-        },
-    )
-
-
-def _one_disagreement(request: HttpRequest, rnd: Round, trace_id: int, mode_code: str):
-    items = list(round_disagreements(round=rnd, user=request.user, mode_code=mode_code, trace_id=trace_id))
-    _decorate(items, rnd.project.slug)
-    return items[0] if items else None
-
-
-def _render_card(request: HttpRequest, rnd: Round, access, trace_id: int, mode_code: str, error: str = ""):
-    d = _one_disagreement(request, rnd, trace_id, mode_code)
-    if d is None:
-        return HttpResponse("This unit is not a disagreement.", status=404)
-    return render(
-        request,
-        "annotations/rounds/_disagreement_card.html",
-        {
-            "project": rnd.project,
-            "round": rnd,
-            "d": d,
-            "error": error,
-            "can_adjudicate": access.can_manage and rnd.state == Round.State.REVIEW,
-            "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
-            and (access.can_manage or access.is_annotator),
-            "access": access,
-        },
-    )
-
-
-@login_required
-@require_POST
-def disagreement_adjudicate(request: HttpRequest, slug: str, pk: int, trace_id: int, code: str) -> HttpResponse:
-    project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
-    rnd = round_get(project=project, round_id=pk)
-    access = round_require_report_access(user=request.user, round=rnd)
-    error = ""
-    try:
-        adjudication_record(
-            round=rnd,
-            trace=trace_id,
-            mode=code,
-            decision=request.POST.get("decision", ""),
-            note=request.POST.get("note", ""),
-            by=request.user,
-        )
-    except ValidationError as exc:
-        error = _errors(exc)
-    if not request.headers.get("HX-Request"):
-        if error:
-            messages.error(request, error)
-        return redirect(reverse("annotations:round_disagreements", kwargs={"slug": slug, "pk": pk}))
-    return _render_card(request, rnd, access, trace_id, code, error)
-
-
-@login_required
-@require_POST
-def disagreement_comment(request: HttpRequest, slug: str, pk: int, trace_id: int, code: str) -> HttpResponse:
-    project, role = project_get_for_user(user=request.user, slug=slug)
-    rnd = round_get(project=project, round_id=pk)
-    access = round_require_report_access(user=request.user, round=rnd)
-    error = ""
-    try:
-        disagreement_comment_add(
-            round=rnd, trace=trace_id, mode=code, body=request.POST.get("body", ""), by=request.user
-        )
-    except ValidationError as exc:
-        error = _errors(exc)
-    if not request.headers.get("HX-Request"):
-        if error:
-            messages.error(request, error)
-        return redirect(reverse("annotations:round_disagreements", kwargs={"slug": slug, "pk": pk}))
-    return _render_card(request, rnd, access, trace_id, code, error)
 
 
 # --------------------------------------------------------------------------------------

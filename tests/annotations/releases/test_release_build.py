@@ -309,7 +309,7 @@ def test_manifest_carries_the_rounds_stored_agreement_figures(project, manager, 
 
 
 def test_final_labels_equal_the_rounds_agreed_labels(project, manager, labelled, mast_version):
-    from annotations.rounds.selectors import agreed_labels
+    from annotations.rounds.agreed import agreed_labels
 
     expected: dict[str, dict[str, int]] = {}
     by_pk = {t.pk: t.external_id for t in (labelled["t1"], labelled["t2"])}

@@ -7,7 +7,9 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotations.models import Adjudication
-from annotations.rounds.selectors import agreed_labels, round_disagreements, round_open_disagreement_count
+from annotations.rounds.agreed import agreed_labels
+from annotations.rounds.disagreements import round_disagreements
+from annotations.rounds.selectors import round_open_disagreement_count
 from annotations.rounds.services import (
     adjudication_record,
     disagreement_comment_add,

@@ -1,4 +1,4 @@
-"""Tests for annotations.rounds.agreement: textbook cases, undefined cases, and the reference
+"""Tests for annotations.rounds.agreement and agreement_report: textbook cases, undefined cases, and the reference
 libraries (scikit-learn, statsmodels, krippendorff) as the oracle on random data."""
 
 import itertools
@@ -13,6 +13,7 @@ from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from annotations.rounds import agreement as ag
+from annotations.rounds import agreement_report as ar
 
 MODES = [
     "1.1",
@@ -374,7 +375,7 @@ def test_category_labels_follow_any_present_else_absent_else_missing():
 
 def report(labels, **kwargs):
     kwargs.setdefault("n_boot", 50)
-    return ag.round_report(
+    return ar.round_report(
         labels,
         raters=["h1", "h2", "h3", "llm"],
         modes=MODES,
@@ -473,10 +474,10 @@ def percentile_ci(replicates, level):
 
 
 def test_bootstrap_indices_are_seeded_and_shaped():
-    idx = ag.bootstrap_indices(30, 7, seed=3)
+    idx = ar.bootstrap_indices(30, 7, seed=3)
     assert idx.shape == (7, 30) and idx.min() >= 0 and idx.max() < 30
-    np.testing.assert_array_equal(idx, ag.bootstrap_indices(30, 7, seed=3))
-    assert not np.array_equal(idx, ag.bootstrap_indices(30, 7, seed=4))
+    np.testing.assert_array_equal(idx, ar.bootstrap_indices(30, 7, seed=3))
+    assert not np.array_equal(idx, ar.bootstrap_indices(30, 7, seed=4))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -484,7 +485,7 @@ def test_bootstrap_ci_of_mean_kappa_matches_sklearn_loop(seed):
     labels = round_labels(seed, n_traces=40)
     n_boot = 200
     rep = report(labels, n_boot=n_boot, seed=seed, ci=0.9)
-    replicates = [mean_sk_kappa(labels[:, idx].reshape(4, -1)) for idx in ag.bootstrap_indices(40, n_boot, seed)]
+    replicates = [mean_sk_kappa(labels[:, idx].reshape(4, -1)) for idx in ar.bootstrap_indices(40, n_boot, seed)]
     stat = rep["overall"]["mean_pairwise_kappa"]
     assert stat["n_boot_defined"] == sum(r is not None for r in replicates)
     assert stat["ci"] == pytest.approx(percentile_ci(replicates, 0.9), abs=1e-10)
@@ -494,7 +495,7 @@ def test_bootstrap_ci_of_mean_kappa_matches_sklearn_loop(seed):
 def test_bootstrap_ci_of_pair_kappa_matches_sklearn_loop(seed):
     labels = round_labels(seed, n_traces=40)
     rep = report(labels, n_boot=100, seed=seed)
-    flat_resamples = [labels[:, idx].reshape(4, -1) for idx in ag.bootstrap_indices(40, 100, seed)]
+    flat_resamples = [labels[:, idx].reshape(4, -1) for idx in ar.bootstrap_indices(40, 100, seed)]
     for pair, (i, k) in zip(rep["pairwise"], itertools.combinations(range(4), 2), strict=True):
         replicates = [sk_kappa(units[i], units[k]) for units in flat_resamples]
         assert pair["kappa"]["ci"] == pytest.approx(percentile_ci(replicates, 0.95), abs=1e-10)
@@ -505,7 +506,7 @@ def test_bootstrap_ci_of_fleiss_and_alpha_matches_libraries(seed):
     labels = round_labels(seed, n_traces=50, missing=0.0)
     labels[:, :, 0] = random_labels(seed, 0.4, 0.0, shape=(4, 50))  # a common mode: CIs defined
     rep = report(labels, n_boot=100, seed=seed)
-    resamples = [labels[:, idx, 0] for idx in ag.bootstrap_indices(50, 100, seed)]
+    resamples = [labels[:, idx, 0] for idx in ar.bootstrap_indices(50, 100, seed)]
     row = rep["per_mode"][0]
     assert row["fleiss_kappa"]["ci"] == pytest.approx(percentile_ci([sm_fleiss(u) for u in resamples], 0.95), abs=1e-10)
     assert row["krippendorff_alpha"]["ci"] == pytest.approx(
@@ -516,7 +517,7 @@ def test_bootstrap_ci_of_fleiss_and_alpha_matches_libraries(seed):
 def test_bootstrap_ci_of_alpha_with_missing_matches_library():
     labels = round_labels(5, n_traces=50, missing=0.2)
     rep = report(labels, n_boot=100, seed=5)
-    resamples = [labels[:, idx].reshape(4, -1) for idx in ag.bootstrap_indices(50, 100, 5)]
+    resamples = [labels[:, idx].reshape(4, -1) for idx in ar.bootstrap_indices(50, 100, 5)]
     expected = percentile_ci([kd_alpha(u) for u in resamples], 0.95)
     assert rep["overall"]["krippendorff_alpha"]["ci"] == pytest.approx(expected, abs=1e-10)
 
@@ -572,7 +573,7 @@ def test_round_report_is_strict_json(labels):
 
 
 def test_round_report_with_one_rater_is_undefined_not_an_error():
-    rep = ag.round_report(
+    rep = ar.round_report(
         round_labels(0)[:1],
         raters=["h1"],
         modes=MODES,

@@ -13,8 +13,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from annotations.models import Adjudication, AgreementReport, Annotation, Round
+from annotations.rounds.agreed import agreed_labels
 from annotations.rounds.imported import split_mode
-from annotations.rounds.selectors import agreed_labels
 from taxonomy.models import TaxonomyVersion
 from traces.importing.results import TraceImportError
 from traces.importing.service import traces_import

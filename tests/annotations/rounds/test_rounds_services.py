@@ -8,12 +8,8 @@ from django.core.exceptions import ValidationError
 from sklearn.metrics import cohen_kappa_score
 
 from annotations.models import AgreementReport, Round
-from annotations.rounds.selectors import (
-    round_label_matrix,
-    round_progress,
-    round_sample_preview,
-    sample_ids,
-)
+from annotations.rounds.sampling import round_sample_preview, sample_ids
+from annotations.rounds.selectors import round_label_matrix, round_progress
 from annotations.rounds.services import (
     agreement_report_get,
     round_close,

@@ -1,0 +1,215 @@
+"""The project's agreed labels, its ground truth: the consensus (Adjudication rows) of its CLOSED rounds.
+
+One definition that every reader builds on (the agreed-labels API, judge quality, the analytics
+dashboard, dataset releases):
+
+* Which rounds: the project's closed rounds (``agreed_adjudications``), optionally one round or one
+  taxonomy version. Rounds in progress never count.
+* Which wins: per (trace, mode), the most recently closed round (closing time, then round id).
+* Basis: ``unanimous``, ``adjudicated`` or ``majority`` (the round was closed with a vote), as the
+  round recorded it; a unit a closed round left without consensus (an imported tie) has no label.
+
+Readers differ in shape, not in meaning, so the differences are parameters:
+
+* ``agreed_labels``: one row per (trace, taxonomy version, mode), in each round's own codes (no
+  mapping across versions); small and exact, for the API and judge quality.
+* ``agreed_label_masks`` + ``agreed_fold``: the same labels folded per (trace, round) into bit masks
+  in SQL (``mask_sum``), then carried to one target version (``taxonomy.mapping.VersionMapper``)
+  with later rounds overriding earlier ones per mode; for 10,000-trace dashboards and releases.
+  ``bases=True`` also keeps each label's basis (and "mapped" where the code came from the mapping).
+* ``majority_vote``: the strict-majority rule, shared by rounds (closing with a vote) and releases
+  (filling units without consensus from raters' labels, with at least two voters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from django.db.models import BigIntegerField, Case, Max, Q, QuerySet, Sum, Value, When
+
+from annotations.models import Adjudication, Round
+from taxonomy.mapping import VersionMapper
+from taxonomy.models import TaxonomyVersion
+from traces.models import Project
+
+ModeCodes = dict[int, list[tuple[int, str]]]  # version id -> [(mode id, code)]; position = bit
+
+
+def agreed_adjudications(
+    *,
+    project: Project,
+    round: Round | None = None,
+    taxonomy_version: TaxonomyVersion | None = None,
+    trace_ids: Iterable[int] | None = None,
+) -> QuerySet[Adjudication]:
+    """The Adjudication rows behind the agreed labels: those of the project's closed rounds."""
+    qs = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
+    if round is not None:
+        qs = qs.filter(round=round)
+    if taxonomy_version is not None:
+        qs = qs.filter(round__taxonomy_version=taxonomy_version)
+    if trace_ids is not None:
+        qs = qs.filter(trace_id__in=list(trace_ids))
+    return qs
+
+
+def agreed_versions(*, project: Project, round: Round | None = None) -> set[int]:
+    """Taxonomy versions the agreed labels may come in (those of the closed rounds): read from the
+    few round rows, not the many adjudications."""
+    rounds = Round.objects.filter(project=project, state=Round.State.CLOSED)
+    if round is not None:
+        rounds = rounds.filter(pk=round.pk)
+    return set(rounds.values_list("taxonomy_version_id", flat=True))
+
+
+@dataclass(frozen=True)
+class AgreedLabel:
+    trace_id: int
+    mode_code: str
+    mode_id: int
+    taxonomy_version_id: int
+    decision: str  # "present" | "absent"
+    basis: str  # "unanimous" | "adjudicated" | "majority"
+    round_id: int
+    note: str
+
+
+def agreed_labels(
+    *,
+    project: Project,
+    taxonomy_version: TaxonomyVersion | None = None,
+    trace_ids: Iterable[int] | None = None,
+) -> list[AgreedLabel]:
+    """The project's agreed labels, one row per (trace, taxonomy version, mode code).
+
+    When a trace was in several closed rounds with the same taxonomy version, the most recently
+    closed round wins. Filter by ``taxonomy_version`` to get labels in one version's codes (carrying
+    labels across versions is ``agreed_fold``'s business). Ordered by trace id, then mode order.
+    """
+    qs = agreed_adjudications(project=project, taxonomy_version=taxonomy_version, trace_ids=trace_ids)
+    rows = qs.order_by("trace_id", "mode__order", "mode__code", "-round__closed_at", "-round_id").values_list(
+        "trace_id", "mode__code", "mode_id", "round__taxonomy_version_id", "decision", "basis", "round_id", "note"
+    )
+    out: list[AgreedLabel] = []
+    seen: set[tuple[int, int, str]] = set()
+    for trace_id, code, mode_id, version_id, decision, basis, round_id, note in rows:
+        key = (trace_id, version_id, code)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(AgreedLabel(trace_id, code, mode_id, version_id, decision, basis, round_id, note))
+    return out
+
+
+# ------------------------------------------------------------------ labels folded into bit masks
+
+
+def mask_sum(modes: ModeCodes, **conditions) -> Sum:
+    """SUM(CASE WHEN <conditions> THEN CASE WHEN mode_id = m THEN 2^bit ... END END): one integer per
+    group holding a bit per mode, so labels fold into a few small rows in the database (one label
+    per mode and group). The condition is tested once per row, outside the per-mode CASE.
+    Also used for raters' labels (ModeLabel rows have the same mode_id and decision columns)."""
+    bit = Case(
+        *[When(mode_id=mid, then=Value(1 << i)) for ms in modes.values() for i, (mid, _code) in enumerate(ms)],
+        default=Value(0),
+        output_field=BigIntegerField(),
+    )
+    if conditions:
+        bit = Case(When(Q(**conditions), then=bit), default=Value(0), output_field=BigIntegerField())
+    return Sum(bit)
+
+
+def unpack(mask_present: int, mask_known: int, codes: list[str]) -> dict[str, int]:
+    return {c: (mask_present >> i) & 1 for i, c in enumerate(codes) if (mask_known >> i) & 1}
+
+
+def agreed_label_masks(*, adjudications: QuerySet[Adjudication], modes: ModeCodes, bases: bool = False) -> list[tuple]:
+    """``(trace_id, round_id, version_id, present, known[, unanimous, majority])`` per (trace, round)
+    of ``adjudications`` (an ``agreed_adjudications`` queryset, narrowed as the caller needs), bits
+    over ``modes[version_id]``, earliest closed round first so that a fold lets later ones win."""
+    sums = {"p": mask_sum(modes, decision="present"), "k": mask_sum(modes)}  # decisions are never unsure
+    if bases:
+        sums |= {"u": mask_sum(modes, basis="unanimous"), "m": mask_sum(modes, basis="majority")}
+    rows = (
+        adjudications.values("trace_id", "round_id", "round__taxonomy_version_id")
+        .annotate(**sums, at=Max("round__closed_at"))
+        .order_by()
+        .values_list("trace_id", "round_id", "round__taxonomy_version_id", *sums, "at")
+    )
+    # Ordered here, not in SQL: an ORDER BY before the GROUP BY would sort every label row.
+    # A closed round without a closing time sorts last, as NULLS LAST would.
+    return [r[:-1] for r in sorted(rows, key=lambda r: (r[-1] is None, r[-1], r[1]))]
+
+
+@dataclass
+class AgreedMasks:
+    """Per trace id, bit masks over the target version's codes (``VersionMapper.codes``)."""
+
+    present: dict[int, int] = field(default_factory=dict)
+    known: dict[int, int] = field(default_factory=dict)
+    # with bases: which known bits were unanimous / majority / carried from another version's code
+    unanimous: dict[int, int] = field(default_factory=dict)
+    majority: dict[int, int] = field(default_factory=dict)
+    mapped: dict[int, int] = field(default_factory=dict)
+
+    def basis(self, trace_id: int, bit: int) -> str:
+        b = 1 << bit
+        if self.mapped.get(trace_id, 0) & b:
+            return "mapped"
+        if self.unanimous.get(trace_id, 0) & b:
+            return "unanimous"
+        if self.majority.get(trace_id, 0) & b:
+            return "majority"
+        return "adjudicated"
+
+
+def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMapper, bases: bool = False) -> AgreedMasks:
+    """Fold ``agreed_label_masks`` rows (in their order) into per-trace masks in the target version:
+    labels of other versions go through ``mapper``; a later round overrides what it decides.
+    Raters' labels folded per annotation into rows of the same shape fold the same way."""
+    out = AgreedMasks()
+    target = mapper.target.pk
+    bit_of = {c: i for i, c in enumerate(mapper.codes)}
+    codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
+    same_bits = codes_of.get(target) == mapper.codes
+    for row in rows:
+        tid, _rid, vid, p, k = row[:5]
+        p, k = int(p or 0), int(k or 0)
+        u, m = (int(row[5] or 0), int(row[6] or 0)) if bases else (0, 0)
+        carried = 0
+        if vid != target or not same_bits:
+            src = codes_of[vid]
+            src_bit = {c: i for i, c in enumerate(src)}
+            values = unpack(p, k, src)
+            p = k = pu = pm = 0
+            for c, v in mapper.map(vid, values).items():
+                if v is None or c not in bit_of:
+                    continue
+                b = 1 << bit_of[c]
+                k |= b
+                p |= v * b
+                i = src_bit.get(c)
+                if i is None:
+                    carried |= b
+                elif (u >> i) & 1:
+                    pu |= b
+                elif (m >> i) & 1:
+                    pm |= b
+            u, m = pu, pm
+        out.present[tid] = (out.present.get(tid, 0) & ~k) | p
+        out.known[tid] = out.known.get(tid, 0) | k
+        if bases:
+            out.unanimous[tid] = (out.unanimous.get(tid, 0) & ~k) | u
+            out.majority[tid] = (out.majority.get(tid, 0) & ~k) | m
+            out.mapped[tid] = (out.mapped.get(tid, 0) & ~k) | carried
+    return out
+
+
+def majority_vote(votes: Sequence[int], *, min_votes: int = 1) -> int | None:
+    """Strict majority of 1 (present) / 0 (absent) votes; None on a tie or with fewer than ``min_votes``."""
+    if len(votes) < min_votes:
+        return None
+    yes = sum(votes)
+    no = len(votes) - yes
+    return 1 if yes > no else 0 if no > yes else None

@@ -1,0 +1,146 @@
+"""HTML pages of a round's disagreements: the paginated list, and the htmx actions on one unit
+(adjudicate, comment) that re-render its card. Views parse input, call one service or selector, render.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST
+
+from annotations.models import Round
+from annotations.rounds.disagreements import round_disagreements
+from annotations.rounds.selectors import round_get, round_modes, round_require_report_access
+from annotations.rounds.services import adjudication_record, disagreement_comment_add
+from annotations.rounds.views import _errors
+from traces.projects.selectors import project_get_for_user
+
+
+def _trace_url(slug: str, trace_id: int, step: int | None) -> str:
+    try:
+        url = reverse("trace_detail", kwargs={"slug": slug, "pk": trace_id})
+    except NoReverseMatch:
+        return ""
+    return f"{url}#step-{step}" if step is not None else url
+
+
+def _decorate(items, slug: str) -> None:
+    for d in items:
+        d.trace_url = _trace_url(slug, d.trace.pk, d.first_step)
+        for lab in d.labels:
+            lab.steps = [
+                {"step": ev["step"], "url": _trace_url(slug, d.trace.pk, ev["step"])}
+                for ev in lab.evidence
+                if isinstance(ev, dict) and isinstance(ev.get("step"), int)
+            ]
+            lab.lines = [ev["lines"] for ev in lab.evidence if isinstance(ev, dict) and ev.get("lines")]
+
+
+@login_required
+def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    project, role = project_get_for_user(user=request.user, slug=slug)
+    rnd = round_get(project=project, round_id=pk)
+    access = round_require_report_access(user=request.user, round=rnd)
+    status = request.GET.get("status", "open" if rnd.state == Round.State.REVIEW else "all")
+    if status not in ("all", "open", "decided"):
+        status = "all"
+    mode = request.GET.get("mode") or None
+    items = round_disagreements(round=rnd, user=request.user, mode_code=mode, status=status)
+    page = Paginator(items, 20).get_page(request.GET.get("page"))
+    _decorate(page.object_list, slug)
+    return render(
+        request,
+        "annotations/rounds/disagreements.html",
+        {
+            "project": project,
+            "role": role,
+            "round": rnd,
+            "access": access,
+            "page": page,
+            "status": status,
+            "mode": mode,
+            "modes": round_modes(version=rnd.taxonomy_version),
+            "n_open": items.n_open if rnd.state == Round.State.REVIEW else 0,
+            "can_adjudicate": access.can_manage and rnd.state == Round.State.REVIEW,
+            "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
+            and (access.can_manage or access.is_annotator),
+            "nav": "projects",
+        },
+    )
+
+
+def _one_disagreement(request: HttpRequest, rnd: Round, trace_id: int, mode_code: str):
+    items = list(round_disagreements(round=rnd, user=request.user, mode_code=mode_code, trace_id=trace_id))
+    _decorate(items, rnd.project.slug)
+    return items[0] if items else None
+
+
+def _render_card(request: HttpRequest, rnd: Round, access, trace_id: int, mode_code: str, error: str = ""):
+    d = _one_disagreement(request, rnd, trace_id, mode_code)
+    if d is None:
+        return HttpResponse("This unit is not a disagreement.", status=404)
+    return render(
+        request,
+        "annotations/rounds/_disagreement_card.html",
+        {
+            "project": rnd.project,
+            "round": rnd,
+            "d": d,
+            "error": error,
+            "can_adjudicate": access.can_manage and rnd.state == Round.State.REVIEW,
+            "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
+            and (access.can_manage or access.is_annotator),
+            "access": access,
+        },
+    )
+
+
+def _after_action(request: HttpRequest, rnd: Round, access, trace_id: int, mode_code: str, error: str):
+    """htmx swaps in the re-rendered card; a plain form post goes back to the list."""
+    if not request.headers.get("HX-Request"):
+        if error:
+            messages.error(request, error)
+        return redirect(reverse("annotations:round_disagreements", kwargs={"slug": rnd.project.slug, "pk": rnd.pk}))
+    return _render_card(request, rnd, access, trace_id, mode_code, error)
+
+
+@login_required
+@require_POST
+def disagreement_adjudicate(request: HttpRequest, slug: str, pk: int, trace_id: int, code: str) -> HttpResponse:
+    project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
+    rnd = round_get(project=project, round_id=pk)
+    access = round_require_report_access(user=request.user, round=rnd)
+    error = ""
+    try:
+        adjudication_record(
+            round=rnd,
+            trace=trace_id,
+            mode=code,
+            decision=request.POST.get("decision", ""),
+            note=request.POST.get("note", ""),
+            by=request.user,
+        )
+    except ValidationError as exc:
+        error = _errors(exc)
+    return _after_action(request, rnd, access, trace_id, code, error)
+
+
+@login_required
+@require_POST
+def disagreement_comment(request: HttpRequest, slug: str, pk: int, trace_id: int, code: str) -> HttpResponse:
+    project, role = project_get_for_user(user=request.user, slug=slug)
+    rnd = round_get(project=project, round_id=pk)
+    access = round_require_report_access(user=request.user, round=rnd)
+    error = ""
+    try:
+        disagreement_comment_add(
+            round=rnd, trace=trace_id, mode=code, body=request.POST.get("body", ""), by=request.user
+        )
+    except ValidationError as exc:
+        error = _errors(exc)
+    return _after_action(request, rnd, access, trace_id, code, error)

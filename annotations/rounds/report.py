@@ -1,0 +1,216 @@
+"""How a round's agreement report and the kappa trend look: colours, verbal bands, table cells and
+the trend chart's coordinates (pure: no Django; the views pass in stored report data and modes)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+def number(v: Any) -> float | None:
+    """A float out of a JSON text value (stored reports are read with KT()), or None."""
+    if v in (None, "", "null"):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+STAT_COLUMNS = [
+    ("mean_pairwise_kappa", "Mean Cohen's κ", "Mean of the pairwise Cohen's kappas"),
+    ("fleiss_kappa", "Fleiss' κ", "Fleiss' kappa over all raters"),
+    ("krippendorff_alpha", "Krippendorff's α", "Krippendorff's alpha (nominal), copes with missing labels"),
+    ("pabak", "PABAK", "Prevalence- and bias-adjusted kappa"),
+    ("gwet_ac1", "Gwet's AC1", "Gwet's first-order agreement coefficient, robust to rare modes"),
+    ("percent_agreement", "% agree", "Observed agreement"),
+]
+
+
+def kappa_colour(v: float | None) -> tuple[str, str]:
+    """(background, text) for a kappa: blues for agreement, reds below chance, grey undefined."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "#eef0f3", "#5f6b7a"
+    v = max(-1.0, min(1.0, v))
+    if v >= 0:
+        light = 97 - 62 * v
+        bg = f"hsl(214, 70%, {light:.0f}%)"
+    else:
+        light = 96 + 40 * v
+        bg = f"hsl(4, 72%, {light:.0f}%)"
+    return bg, "#ffffff" if light < 58 else "#1d2330"
+
+
+def landis_koch(v: float | None) -> str:
+    if v is None:
+        return "undefined"
+    for lim, word in ((0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
+        if v <= lim:
+            return word
+    return "almost perfect"
+
+
+def _cell(stat: dict[str, Any] | None, *, pct: bool = False) -> dict[str, Any]:
+    stat = stat or {}
+    v = stat.get("value")
+    ci = stat.get("ci")
+    fmt = (lambda x: f"{100 * x:.0f}%") if pct else (lambda x: f"{x:.2f}")
+    return {
+        "value": v,
+        "text": "undefined" if v is None else fmt(v),
+        "ci": f"{fmt(ci[0])} – {fmt(ci[1])}" if ci else "",
+        "why": stat.get("undefined") or (stat.get("ci_undefined") if v is not None and not ci else "") or "",
+        "undefined": v is None,
+    }
+
+
+def report_context(data: dict[str, Any], *, modes: Mapping[str, Any], categories: Mapping[str, str]) -> dict[str, Any]:
+    """Template context of a stored report ``data``: the kappa matrix with colours, per-mode rows
+    (worst first) and per-category rows. ``modes``: code -> object with ``name`` and ``definition``;
+    ``categories``: code -> name."""
+    raters = data["raters"]
+    n_humans = data.get("human_raters", len(raters))
+    matrix = []
+    for i, a in enumerate(raters):
+        row = []
+        for j, _b in enumerate(raters):
+            v = data["kappa_matrix"][i][j]
+            bg, fg = kappa_colour(v)
+            why = ""
+            if v is None and i != j:
+                pair = next((p for p in data["pairwise"] if {p["a"], p["b"]} == {raters[i], raters[j]}), None)
+                why = (pair or {}).get("kappa", {}).get("undefined") or "undefined"
+            row.append(
+                {
+                    "v": v,
+                    "text": "—" if i == j else ("undef." if v is None else f"{v:.2f}"),
+                    "bg": bg,
+                    "fg": fg,
+                    "diag": i == j,
+                    "why": why,
+                    "b": raters[j],
+                }
+            )
+        matrix.append({"rater": a, "human": i < n_humans, "cells": row})
+    per_mode = []
+    for block in data["per_mode"]:
+        mode = modes.get(block["mode"])
+        cells = [_cell(block.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS]
+        v = block["mean_pairwise_kappa"]["value"]
+        bg, fg = kappa_colour(v)
+        per_mode.append(
+            {
+                "code": block["mode"],
+                "name": mode.name if mode else "",
+                "definition": mode.definition if mode else "",
+                "prevalence": _cell(block.get("prevalence"), pct=True),
+                "cells": cells,
+                "sort": v if v is not None else 9,
+                "bg": bg,
+                "fg": fg,
+                "band": landis_koch(v),
+            }
+        )
+    per_mode.sort(key=lambda r: (r["sort"], r["code"]))
+    per_category = [
+        {
+            "code": b["category"],
+            "name": categories.get(b["category"], ""),
+            "modes": b["modes"],
+            "prevalence": _cell(b.get("prevalence"), pct=True),
+            "cells": [_cell(b.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS],
+        }
+        for b in data["per_category"]
+    ]
+    overall = data["overall"]
+    headline = _cell(data["mean_pairwise_kappa"])
+    return {
+        "data": data,
+        "matrix": matrix,
+        "per_mode": per_mode,
+        "per_category": per_category,
+        "columns": STAT_COLUMNS,
+        "headline": headline,
+        "headline_band": landis_koch(headline["value"]),
+        "headline_bg": kappa_colour(headline["value"])[0],
+        "headline_fg": kappa_colour(headline["value"])[1],
+        "overall": {key: _cell(overall.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS},
+        "overall_prevalence": _cell(overall.get("prevalence"), pct=True),
+        "legend": [
+            {"v": v, "bg": kappa_colour(v)[0], "fg": kappa_colour(v)[1]} for v in (-0.4, 0, 0.2, 0.4, 0.6, 0.8, 1.0)
+        ],
+    }
+
+
+def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coordinates for the SVG trend chart of headline kappa across rounds (rendered by a template)."""
+    width, height = 720, 260
+    left, right, top, bottom = 52, 24, 24, 62
+    plot_w, plot_h = width - left - right, height - top - bottom
+    n = len(rows)
+    lo = min(
+        [-0.2] + [r["lo"] for r in rows if r["lo"] is not None] + [r["kappa"] for r in rows if r["kappa"] is not None]
+    )
+    lo = math.floor(lo * 5) / 5
+    hi = 1.0
+
+    def y(v: float) -> float:
+        return top + plot_h * (hi - v) / (hi - lo)
+
+    def x(i: int) -> float:
+        return left + (plot_w * (i + 0.5) / n if n else plot_w / 2)
+
+    points = []
+    for i, r in enumerate(rows):
+        k = r["kappa"]
+        points.append(
+            {
+                "x": round(x(i), 1),
+                "xl": round(x(i) - 5, 1),
+                "xr": round(x(i) + 5, 1),
+                "y": round(y(k), 1) if k is not None else None,
+                "lo": round(y(r["lo"]), 1) if r["lo"] is not None else None,
+                "hi": round(y(r["hi"]), 1) if r["hi"] is not None else None,
+                "label": r["round"].name if len(r["round"].name) <= 16 else r["round"].name[:15] + "…",
+                "name": r["round"].name,
+                "kappa": "no report yet" if k is None else f"{k:.2f}",
+                "version": r["version"],
+                "changed": r["version_changed"],
+                "state": r["round"].state,
+                "pk": r["round"].pk,
+            }
+        )
+    line = " ".join(f"{p['x']},{p['y']}" for p in points if p["y"] is not None)
+    ticks = []
+    v = lo
+    while v <= hi + 1e-9:
+        ticks.append({"v": f"{v:.1f}", "y": round(y(v), 1)})
+        v = round(v + 0.2, 10)
+    bands = [
+        {"y": round(y(b), 1), "h": round(y(a) - y(b), 1), "label": name, "ly": round((y(a) + y(b)) / 2 + 4, 1)}
+        for a, b, name in ((0.6, 0.8, "substantial"), (0.8, 1.0, "almost perfect"))
+    ]
+    version_marks = [
+        {"x": round((points[i - 1]["x"] + p["x"]) / 2, 1), "version": p["version"]}
+        for i, p in enumerate(points)
+        if p["changed"] and i > 0
+    ]
+    return {
+        "width": width,
+        "height": height,
+        "left": left,
+        "tick_x": left - 8,
+        "plot_w": plot_w,
+        "right": width - right,
+        "top": top,
+        "bottom": height - bottom,
+        "label_y": height - bottom + 18,
+        "version_y": height - bottom + 34,
+        "points": points,
+        "line": line,
+        "ticks": ticks,
+        "zero_y": round(y(0), 1) if lo < 0 else None,
+        "bands": bands,
+        "version_marks": version_marks,
+    }
