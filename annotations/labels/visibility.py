@@ -25,11 +25,20 @@ from traces.projects.selectors import project_role
 NON_HUMAN = [Rater.Kind.LLM, Rater.Kind.BASELINE, Rater.Kind.IMPORTED]
 
 
+BLIND_STATES = ("draft", "open")
+
+
+def open_round_traces(*, project: Project) -> QuerySet[RoundTrace]:
+    """The project's traces in draft or open rounds, i.e. being labelled blind right now. Nothing
+    shared with several people (releases, exports) may carry labels of these traces."""
+    return RoundTrace.objects.filter(round__project=project, round__state__in=BLIND_STATES)
+
+
 def blind_trace_ids(*, user, project: Project, role: str | None = None):
     """Subquery of the project's trace ids whose other raters' work the user must not see now:
     traces of draft or open rounds (for a manager, only the rounds they label in themselves)."""
     role = role or project_role(user=user, project=project)
-    qs = RoundTrace.objects.filter(round__project=project, round__state__in=["draft", "open"])
+    qs = open_round_traces(project=project)
     if role == Membership.Role.MANAGER:
         qs = qs.filter(round__round_annotators__user=user)
     return qs.values("trace_id")
@@ -54,4 +63,4 @@ def annotations_visible_to(
 
 def trace_is_blind(*, trace_id: int) -> bool:
     """True while the trace belongs to a draft or open round."""
-    return RoundTrace.objects.filter(trace_id=trace_id, round__state__in=["draft", "open"]).exists()
+    return RoundTrace.objects.filter(trace_id=trace_id, round__state__in=BLIND_STATES).exists()

@@ -20,6 +20,7 @@ from typing import Any
 from django.db.models import Max, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from annotations.labels.visibility import open_round_traces
 from annotations.models import (
     AgreementReport,
     Annotation,
@@ -86,7 +87,33 @@ def _submitted_annotations(*, project: Project) -> QuerySet[Annotation]:
 def release_traces(
     *, project: Project, selection: str, round: Round | None = None, filters: dict | None = None, majority: bool = False
 ) -> QuerySet[Trace]:
-    """The candidate traces of a release (traces with no final label at all are dropped later)."""
+    """The candidate traces of a release (traces with no final label at all are dropped later).
+
+    The blind rule: traces in a draft or open round are left out whatever the selection, because
+    a release is shared (members may download it) and would show the judge's and earlier raters'
+    labels of traces someone is labelling blind. ``release_withheld`` says which and why."""
+    return _selected_traces(
+        project=project, selection=selection, round=round, filters=filters, majority=majority
+    ).exclude(id__in=open_round_traces(project=project).values("trace_id"))
+
+
+def release_withheld(*, spec: ReleaseSpec) -> dict[str, Any]:
+    """The selected traces left out because they are in draft/open rounds, for the manifest and card."""
+    selected = _selected_traces(
+        project=spec.project, selection=spec.selection, round=spec.round, filters=spec.filters, majority=spec.majority
+    )
+    blind = open_round_traces(project=spec.project).filter(trace_id__in=selected.values("id"))
+    rounds = sorted(set(blind.values_list("round__name", flat=True)))
+    return {
+        "traces": blind.values("trace_id").distinct().count(),
+        "rounds": rounds,
+        "reason": "in a draft or open calibration round when the release was built (the blind rule)",
+    }
+
+
+def _selected_traces(
+    *, project: Project, selection: str, round: Round | None, filters: dict | None, majority: bool
+) -> QuerySet[Trace]:
     qs = Trace.objects.filter(project=project)
     if selection == Release.Selection.ROUND:
         return qs.filter(round_traces__round=round)

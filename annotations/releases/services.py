@@ -30,6 +30,7 @@ from annotations.releases.selectors import (
     release_count_candidates,
     release_inputs_fingerprint,
     release_records,
+    release_withheld,
 )
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import Category, TaxonomyVersion
@@ -214,6 +215,7 @@ def release_manifest(
             ),
         },
         "agreement": release_agreement(round_ids=stats.rounds),
+        "withheld": release_withheld(spec=spec),
         "inputs_fingerprint": release_inputs_fingerprint(project=project),
         "files": [f.as_dict() for f in files],
     }

@@ -288,6 +288,13 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ").strip()
 
 
+def _withheld_lines(withheld: dict[str, Any]) -> list[str]:
+    if not withheld.get("traces"):
+        return []
+    rounds = ", ".join(_md(r) for r in withheld.get("rounds", []))
+    return [f"- {withheld['traces']} selected traces were withheld: {_md(withheld.get('reason', ''))} ({rounds})."]
+
+
 def render_card(manifest: dict[str, Any]) -> str:
     """The dataset card (README.md), with Hugging Face front matter pointing at the data files."""
     files = manifest.get("files", [])
@@ -328,6 +335,7 @@ def render_card(manifest: dict[str, Any]) -> str:
         f"- Final labels: {counts.get('consensus_traces', 0)} traces from adjudicated consensus of closed rounds, "
         f"{counts.get('majority_traces', 0)} from a majority vote of raters (flagged `final_source: majority_vote`).",
         f"- {manifest.get('mapping', {}).get('mapped_labels', 0)} labels were mapped from other taxonomy versions.",
+        *_withheld_lines(manifest.get("withheld") or {}),
         "- Trace text "
         + ("included." if opts.get("trace_text") else "not included (references only: trace_id, content_hash)."),
         "",
