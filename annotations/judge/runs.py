@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Min, Q
 from django.utils import timezone
@@ -48,6 +48,7 @@ from django.utils import timezone
 from annotations.judge import baseline as baseline_lib
 from annotations.judge import prompting
 from annotations.judge import sql as judge_sql
+from annotations.judge.providers import keys
 from annotations.judge.providers import openai_chat as llm
 from annotations.models import (
     Annotation,
@@ -89,6 +90,14 @@ def _policy() -> llm.RetryPolicy:
         base=float(getattr(settings, "MAST_JUDGE_BACKOFF_BASE", 0.5)),
         cap=float(getattr(settings, "MAST_JUDGE_BACKOFF_CAP", 30.0)),
     )
+
+
+def _allowed_keys() -> dict[str, tuple[str, ...]]:
+    """MAST_JUDGE_API_KEYS parsed (providers/keys.py); a malformed setting is a configuration error."""
+    try:
+        return keys.parse_allowed(getattr(settings, keys.SETTING, ""))
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from exc
 
 
 def lease_seconds(run: JudgeRun) -> float:
@@ -319,6 +328,8 @@ def judge_run_create(
             errors["model"] = "the model name, e.g. gpt-4o-mini"
         if api_key_env and not api_key_env.replace("_", "").isalnum():
             errors["api_key_env"] = "the NAME of an environment variable (letters, digits, _), not the key"
+        elif "base_url" not in errors:
+            errors.update(keys.key_problems(name=api_key_env.strip(), base_url=base_url, allowed=_allowed_keys()))
     if not 1 <= int(concurrency) <= MAX_CONCURRENCY:
         errors["concurrency"] = f"between 1 and {MAX_CONCURRENCY}"
     if not 0 <= float(temperature) <= 2:
@@ -725,7 +736,7 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str) -> str:
             cache=None,
         )
         return "cached"
-    api_key = llm.api_key_from_env(run.api_key_env)
+    api_key = keys.api_key_from_env(run.api_key_env, base_url=run.base_url, allowed=_allowed_keys())
     attempts = _Attempts(item, run)
     try:
         first = _call(run, messages, attempts, api_key)

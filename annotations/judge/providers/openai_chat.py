@@ -15,7 +15,6 @@ The library's own retries are off (max_retries=0): our policy lives here and is 
 from __future__ import annotations
 
 import email.utils
-import os
 import random
 import threading
 import time
@@ -78,16 +77,6 @@ def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
             )
             _clients[key] = client
         return client
-
-
-def api_key_from_env(name: str) -> str:
-    """The key from the environment variable `name`; local servers without auth need none."""
-    if not name:
-        return "no-key"  # the library insists on some key; servers without auth ignore it
-    value = os.environ.get(name, "")
-    if not value:
-        raise PermanentError(f"The environment variable {name} (named as the API key) is not set on the worker.")
-    return value
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -167,6 +167,7 @@ def test_a_failed_run_resumes_and_finishes(project, manager, llm_server, fast_re
 
 
 def test_missing_api_key_variable_stops_the_run(project, manager, llm_server, fast_retries, monkeypatch):
+    fast_retries.MAST_JUDGE_API_KEYS = f"JUDGE_TEST_KEY={llm_server.url}"
     monkeypatch.delenv("JUDGE_TEST_KEY", raising=False)
     make_judge_traces(project, 1)
     run = drive(new_run(project, manager, llm_server, api_key_env="JUDGE_TEST_KEY"))
@@ -177,6 +178,7 @@ def test_missing_api_key_variable_stops_the_run(project, manager, llm_server, fa
 def test_api_key_is_read_from_the_named_variable_and_never_stored(
     project, manager, llm_server, fast_retries, monkeypatch
 ):
+    fast_retries.MAST_JUDGE_API_KEYS = f"JUDGE_TEST_KEY={llm_server.url}"
     monkeypatch.setenv("JUDGE_TEST_KEY", "sk-secret-123")
     make_judge_traces(project, 1)
     run = drive(new_run(project, manager, llm_server, api_key_env="JUDGE_TEST_KEY"))
