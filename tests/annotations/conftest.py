@@ -70,15 +70,17 @@ def post_run_api(client, project, **fields):
 
 def drive(run):
     """Run a judge run to its end in this process: start, then process claimed items until none is left."""
-    from annotations.judge.runs import judge_item_process, judge_run_start
+    from annotations.judge.dispatch import INLINE
+    from annotations.judge.runs import judge_run_start
+    from annotations.judge.worker import judge_item_process
     from annotations.models import JudgeItem
 
-    judge_run_start(run_id=run.pk)
+    judge_run_start(run_id=run.pk, dispatcher=INLINE)
     for _ in range(10_000):
         claimed = list(JudgeItem.objects.filter(run=run, state="running").values_list("id", "claim"))
         if not claimed:
             break
         for item_id, claim in claimed:
-            judge_item_process(item_id=item_id, claim=claim)
+            judge_item_process(item_id=item_id, claim=claim, dispatcher=INLINE)
     run.refresh_from_db()
     return run

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from urllib.parse import unquote, urlsplit
 
-from annotations.judge.providers.openai_chat import PermanentError
+from annotations.judge.providers.base import PermanentError
 
 SETTING = "MAST_JUDGE_API_KEYS"
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

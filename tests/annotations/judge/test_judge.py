@@ -9,16 +9,10 @@ import time
 import pytest
 from django.core.exceptions import ValidationError
 
-from annotations.judge.runs import (
-    judge_item_process,
-    judge_run_cancel,
-    judge_run_create,
-    judge_run_dispatch,
-    judge_run_resume,
-    judge_run_start,
-    prompt_template_active,
-    prompt_template_save,
-)
+from annotations.judge.dispatch import judge_run_dispatch
+from annotations.judge.prompts import prompt_template_active, prompt_template_save
+from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume, judge_run_start
+from annotations.judge.worker import judge_item_process
 from annotations.models import Annotation, JudgeCache, JudgeItem, ModeLabel, Rater
 from tests.annotations.conftest import drive, make_judge_traces
 from tests.llm_server import Drop, Reply, Status, codes_of, good_answer
@@ -336,7 +330,7 @@ def test_prompt_edit_creates_a_new_version_and_keeps_the_old(project, manager):
 
 
 def test_retry_backoff_grows_with_jitter():
-    from annotations.judge.providers.openai_chat import RetryPolicy
+    from annotations.judge.providers.base import RetryPolicy
 
     p = RetryPolicy(base=1, cap=30)
     d = [p.delay(n) for n in range(1, 6)]

@@ -7,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotations.judge.runs import baseline_run_execute, judge_run_create, judge_run_start
+from annotations.judge.baseline import baseline_run_execute
+from annotations.judge.runs import judge_run_create, judge_run_start
 from annotations.judge.selectors import binary_scores, judge_quality
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Adjudication, Annotation, JudgeRun, Rater, Round, RoundAnnotator, RoundTrace
