@@ -7,7 +7,7 @@ How a run moves (one Celery task per trace, at most ``run.concurrency`` in fligh
 2. ``judge_run_dispatch`` (under the run's row lock) counts the running items, claims pending
    ones up to the concurrency limit (state running, a lease, ``claim`` + 1) and enqueues one
    ``annotations.prelabel_trace(item_id, claim)`` task for each after commit. Every finished item
-   claims its successor in its own result transaction (``_claim_next``), so the run tops itself
+   claims its successor in its own result transaction (``claim_next``), so the run tops itself
    up; when nothing is pending or running the run is done.
 3. ``judge_item_process`` (``worker.py``) builds the prompt, answers from the cache or calls the
    provider with the retry policy (transient faults back off, permanent ones stop the run), parses

@@ -51,7 +51,10 @@ def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
                 api_key=api_key,
                 timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
                 max_retries=0,
-                http_client=httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32)),
+                # No redirects: the key may go only to the base URL MAST_JUDGE_API_KEYS allows for it.
+                http_client=httpx.Client(
+                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=32), follow_redirects=False
+                ),
             )
             _clients[key] = client
         return client
