@@ -249,12 +249,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }
 
-# --- LLM judge (annotations/services/judge.py) ---
+# --- LLM judge (annotations/judge/) ---
 # Trace budget per prompt in characters (~4 chars per token: 120,000 ~ 30k tokens); longer traces
-# keep their start, end and most telling steps (annotations/prompting.py).
+# keep their start, end and most telling steps (annotations/judge/prompting.py).
 MAST_JUDGE_MAX_CHARS = env.int("MAST_JUDGE_MAX_CHARS", default=120_000)
 MAST_JUDGE_MAX_ATTEMPTS = env.int("MAST_JUDGE_MAX_ATTEMPTS", default=5)
 MAST_JUDGE_BACKOFF_BASE = env.float("MAST_JUDGE_BACKOFF_BASE", default=0.5)
 MAST_JUDGE_BACKOFF_CAP = env.float("MAST_JUDGE_BACKOFF_CAP", default=30.0)
 # A claimed item's lease is the request timeout plus this; an expired lease is re-enqueued by the sweep.
 MAST_JUDGE_LEASE_SLACK = env.float("MAST_JUDGE_LEASE_SLACK", default=15.0)
+# Which environment variables a judge run may send as its API key, and to which base URLs:
+# "NAME=URL,NAME=URL" (annotations/judge/providers/keys.py). Empty: no run may use a key.
+MAST_JUDGE_API_KEYS = env.str("MAST_JUDGE_API_KEYS", default="")

@@ -4,6 +4,7 @@
     server.push(Reply(good_answer(codes)), Status(429, headers={"Retry-After": "1"}), Drop())
     ... point a judge run at server.url ...
     server.requests  # every request body received, in order
+    server.headers   # and the headers of each (e.g. Authorization)
 
 Scripted actions are consumed in order, one per request; when the script is empty the
 ``default`` callable (request body -> action) answers: by default a valid judge answer for the
@@ -88,6 +89,7 @@ class LLMServer:
         self.default = default
         self.script: deque[Action] = deque()
         self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
         self.lock = threading.Lock()
         self.in_flight = 0
@@ -101,9 +103,10 @@ class LLMServer:
             self.script.extend(actions)
         return self
 
-    def next_action(self, body: dict) -> Action:
+    def next_action(self, body: dict, headers: dict[str, str] | None = None) -> Action:
         with self.lock:
             self.requests.append(body)
+            self.headers.append(headers or {})
             self.times.append(time.monotonic())
             if self.script:
                 return self.script.popleft()
@@ -151,7 +154,7 @@ class LLMServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                action = server.next_action(body)
+                action = server.next_action(body, {k.lower(): v for k, v in self.headers.items()})
                 if action.delay:
                     time.sleep(action.delay)
                 if isinstance(action, Drop):

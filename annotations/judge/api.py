@@ -7,13 +7,8 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations.judge.runs import (
-    judge_run_cancel,
-    judge_run_create,
-    judge_run_resume,
-    prompt_template_active,
-    prompt_template_save,
-)
+from annotations.judge.prompts import prompt_template_active, prompt_template_save
+from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume
 from annotations.judge.selectors import judge_items, judge_quality, judge_run_list, prompt_versions
 from annotations.judge.serializers import (
     JudgeItemOut,

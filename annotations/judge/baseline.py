@@ -1,138 +1,200 @@
-"""The offline baseline judge: per failure mode, TF-IDF features + logistic regression (pure, no Django).
+"""The baseline run (writes): train the offline classifier on the project's labels, label every trace.
 
-It is a bag-of-words classifier, not an LLM, and is reported as such. Its quality is measured
-honestly on held-out traces: per mode, a stratified split (test share ``TEST_SIZE``), the
-classifier fitted on the training part only, Cohen's kappa on the held-out part. A mode with
-fewer than ``MIN_CLASS`` positive (or negative) traces gets no held-out figure and says why.
-
-The TF-IDF vocabulary and IDF weights are fitted once on all training texts without labels
-(unsupervised, as is usual); only the classifiers see labels, and only of their training split.
-The final classifiers are then refitted on every labelled trace.
+A baseline run is one task (``judge_run_start``), not one per trace: it gathers training labels
+(``baseline_training_data``: the agreed labels of closed rounds when there are enough, else the
+labels of a rater), fits the pure model (``providers/baseline_model.py``) and writes each pending
+item's answer in batches, under the run's row lock. Idempotent: done items are skipped, so a
+restarted task (the sweep restarts a run silent for ``dispatch.BASELINE_STALE``) finishes the rest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import json
+import time
+from collections.abc import Callable
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, F
+from django.utils import timezone
 
-from annotations.rounds.agreement import cohen_kappa, percent_agreement
+from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch, run_stop
+from annotations.judge.providers import baseline_model, provider_get
+from annotations.judge.selectors import _modes, trace_texts
+from annotations.judge.worker import annotation_upsert, rater_for
+from annotations.models import JudgeItem, JudgeRun, ModeLabel, Rater
+from taxonomy.models import TaxonomyVersion
+from traces.models import Project
 
-TEST_SIZE = 0.3
-MIN_CLASS = 4
-TEXT_CHARS = 40_000  # per trace: the first and last halves; long traces say most at both ends
-NAME = "baseline tf-idf+logreg"
-
-
-def clip_text(text: str, limit: int = TEXT_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return text[:half] + "\n" + text[-half:]
+BASELINE_MIN_TRACES = 10
 
 
-@dataclass
-class ModeReport:
-    code: str
-    n_positive: int
-    n_negative: int
-    n_test: int = 0
-    kappa: float | None = None
-    accuracy: float | None = None
-    undefined: str | None = None
+def baseline_training_data(
+    *, project: Project, version: TaxonomyVersion, source: str = "auto"
+) -> tuple[str, list[int], np.ndarray, list[str]]:
+    """(description, trace ids, traces x modes labels, codes) from agreed labels or a rater's labels."""
+    from annotations.rounds.selectors import agreed_labels
 
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+    codes = [m.code for m in _modes(version)]
+    col = {c: j for j, c in enumerate(codes)}
+
+    def matrix(rows: dict[int, dict[str, int]]) -> tuple[list[int], np.ndarray]:
+        ids = sorted(rows)
+        y = np.full((len(ids), len(codes)), np.nan)
+        for i, t in enumerate(ids):
+            for code, v in rows[t].items():
+                if code in col:
+                    y[i, col[code]] = v
+        return ids, y
+
+    if source in ("auto", "agreed"):
+        rows: dict[int, dict[str, int]] = {}
+        for a in agreed_labels(project=project, taxonomy_version=version):
+            rows.setdefault(a.trace_id, {})[a.mode_code] = int(a.decision == "present")
+        if len(rows) >= BASELINE_MIN_TRACES or (source == "agreed" and rows):
+            ids, y = matrix(rows)
+            return f"agreed labels of {project.slug}", ids, y, codes
+        if source == "agreed":
+            raise ValidationError("The project has no agreed labels (closed rounds) to train the baseline on.")
+    if source.startswith("rater:"):
+        rater = Rater.objects.filter(pk=int(source.split(":", 1)[1])).first()
+        if rater is None:
+            raise ValidationError(f"No rater {source}.")
+    else:
+        # The non-human (imported) rater with the most submitted annotations in the project.
+        rater = (
+            Rater.objects.filter(
+                kind=Rater.Kind.IMPORTED,
+                annotations__trace__project=project,
+                annotations__state="submitted",
+                annotations__taxonomy_version=version,
+            )
+            .annotate(n=Count("annotations"))
+            .order_by("-n", "name")
+            .first()
+        )
+        if rater is None:
+            raise ValidationError(
+                "Nothing to train the baseline on: no agreed labels (closed rounds) and no imported rater's labels."
+            )
+    rows = {}
+    for tid, code, decision in (
+        ModeLabel.objects.filter(
+            annotation__rater=rater,
+            annotation__trace__project=project,
+            annotation__taxonomy_version=version,
+            annotation__state="submitted",
+        )
+        .exclude(decision="unsure")
+        .values_list("annotation__trace_id", "mode__code", "decision")
+    ):
+        rows.setdefault(tid, {})[code] = int(decision == "present")
+    ids, y = matrix(rows)
+    return rater.name, ids, y, codes
 
 
-@dataclass
-class BaselineModel:
-    codes: list[str]
-    vectorizer: TfidfVectorizer
-    classifiers: dict[str, LogisticRegression | None]
-    priors: dict[str, float]
-    reports: list[ModeReport] = field(default_factory=list)
-    n_train: int = 0
-
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """(traces x modes) probability that each mode is present."""
-        X = self.vectorizer.transform([clip_text(t) for t in texts])
-        out = np.zeros((len(texts), len(self.codes)))
-        for j, code in enumerate(self.codes):
-            clf = self.classifiers.get(code)
-            out[:, j] = clf.predict_proba(X)[:, 1] if clf is not None else self.priors[code]
-        return out
-
-    def report(self) -> dict[str, Any]:
-        return {
-            "kind": "baseline",
-            "classifier": "TF-IDF (word 1-2 grams) + logistic regression, one per mode",
-            "n_train": self.n_train,
-            "test_size": TEST_SIZE,
-            "modes": [r.as_dict() for r in self.reports],
-        }
-
-
-def _fit(X, y: np.ndarray, seed: int) -> LogisticRegression:
-    clf = LogisticRegression(class_weight="balanced", max_iter=2000, C=4.0, random_state=seed)
-    clf.fit(X, y)
-    return clf
-
-
-def train(texts: Sequence[str], labels: np.ndarray, codes: Sequence[str], *, seed: int = 0) -> BaselineModel:
-    """Train on traces x modes 0/1 labels (NaN = unlabelled for that mode)."""
-    labels = np.asarray(labels, dtype=float)
-    if labels.shape != (len(texts), len(codes)):
-        raise ValueError(f"labels must be {len(texts)} x {len(codes)}, not {labels.shape}")
-    if len(texts) < 2:
-        raise ValueError(f"need at least 2 labelled traces to train, got {len(texts)}")
-    vectorizer = TfidfVectorizer(
-        max_features=30_000,
-        ngram_range=(1, 2),
-        sublinear_tf=True,
-        min_df=2 if len(texts) >= 20 else 1,
-        token_pattern=r"(?u)\b[A-Za-z_][A-Za-z0-9_]+\b",  # noqa: S106
-        dtype=np.float32,
+def baseline_run_execute(
+    *,
+    run_id: int,
+    batch: int = 100,
+    progress: Callable[[int], None] | None = None,
+    dispatcher: Dispatcher = CELERY,
+) -> JudgeRun:
+    """Train the per-mode classifiers and label every pending item of a baseline run (idempotent)."""
+    run = JudgeRun.objects.select_related("project", "taxonomy_version").get(pk=run_id)
+    if run.state != JudgeRun.State.RUNNING:
+        return run
+    version = run.taxonomy_version
+    try:
+        source, train_ids, y, codes = baseline_training_data(
+            project=run.project, version=version, source=run.selection.get("baseline_source", "auto")
+        )
+        texts = trace_texts(train_ids)
+        model = baseline_model.train([texts[t] for t in train_ids], y, codes)
+    except (ValidationError, ValueError) as exc:
+        msg = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+        run_stop(run_id=run.pk, message=f"The baseline could not be trained: {msg}")
+        return JudgeRun.objects.get(pk=run.pk)
+    provider = provider_get(run.provider)
+    name = provider.rater_name(model=baseline_model.NAME, trained_on=source)
+    rater = rater_for(
+        kind=provider.rater_kind,
+        name=name,
+        description=f"Baseline classifier (not an LLM): {model.report()['classifier']}, trained on {source}.",
     )
-    X = vectorizer.fit_transform([clip_text(t) for t in texts])
-    classifiers: dict[str, LogisticRegression | None] = {}
-    priors: dict[str, float] = {}
-    reports: list[ModeReport] = []
-    for j, code in enumerate(codes):
-        known = ~np.isnan(labels[:, j])
-        y = labels[known, j].astype(int)
-        Xm = X[np.flatnonzero(known)]
-        n_pos, n_neg = int(y.sum()), int((1 - y).sum())
-        priors[code] = n_pos / max(1, n_pos + n_neg)
-        report = ModeReport(code=code, n_positive=n_pos, n_negative=n_neg)
-        if n_pos == 0 or n_neg == 0:
-            classifiers[code] = None
-            report.undefined = (
-                f"every labelled trace says {'absent' if n_pos == 0 else 'present'}: "
-                "the baseline can only repeat that, and kappa is undefined"
-            )
-            reports.append(report)
-            continue
-        classifiers[code] = _fit(Xm, y, seed)
-        if min(n_pos, n_neg) < MIN_CLASS:
-            report.undefined = (
-                f"only {min(n_pos, n_neg)} {'positive' if n_pos < n_neg else 'negative'} trace(s): "
-                f"need at least {MIN_CLASS} for a held-out estimate"
-            )
-        else:
-            idx = np.arange(len(y))
-            tr, te = train_test_split(idx, test_size=TEST_SIZE, stratify=y, random_state=seed)
-            held = _fit(Xm[tr], y[tr], seed).predict(Xm[te])
-            k = cohen_kappa(y[te], held)
-            report.n_test = len(te)
-            report.kappa = k["value"]
-            report.accuracy = percent_agreement(y[te], held)["value"]
-            if k["value"] is None:
-                report.undefined = f"held-out kappa undefined: {k['undefined']}"
-        reports.append(report)
-    return BaselineModel(list(codes), vectorizer, classifiers, priors, reports, n_train=len(texts))
+    info = {**model.report(), "trained_on": source, "training_trace_ids": train_ids[:5000]}
+    JudgeRun.objects.filter(pk=run.pk).update(rater=rater, baseline_info=info, model=baseline_model.NAME)
+    run.rater, run.baseline_info = rater, info
+    modes = {m.code: m for m in _modes(version)}
+    training = set(train_ids)
+    while True:
+        items = list(
+            JudgeItem.objects.filter(run=run, state__in=[JudgeItem.State.PENDING, JudgeItem.State.RUNNING]).order_by(
+                "id"
+            )[:batch]
+        )
+        if not items or not JudgeRun.objects.filter(pk=run.pk, state=JudgeRun.State.RUNNING).exists():
+            break
+        texts = trace_texts([i.trace_id for i in items])
+        started = time.monotonic()
+        proba = model.predict_proba([texts[i.trace_id] for i in items])
+        latency = int((time.monotonic() - started) * 1000 / max(1, len(items)))
+        with transaction.atomic():
+            JudgeRun.objects.select_for_update().filter(pk=run.pk).first()
+            for item, row in zip(items, proba, strict=True):
+                locked = JudgeItem.objects.select_for_update().get(pk=item.pk)
+                if locked.state in (JudgeItem.State.DONE, JudgeItem.State.FAILED):
+                    continue
+                parsed = {
+                    "task_success": "unknown",
+                    "modes": [
+                        {"code": c, "present": bool(p >= 0.5), "probability": round(float(p), 4)}
+                        for c, p in zip(codes, row, strict=True)
+                    ],
+                    "in_training_set": item.trace_id in training,
+                }
+                labels = [
+                    (
+                        modes[c].pk,
+                        "present" if p >= 0.5 else "absent",
+                        [],
+                        f"baseline classifier: p(present) = {p:.2f}",
+                        round(float(p), 4),
+                    )
+                    for c, p in zip(codes, row, strict=True)
+                ]
+                source_json = {
+                    "run": run.pk,
+                    "item": item.pk,
+                    "provider": "baseline",
+                    "model": name,
+                    "tokens_in": 0,
+                    "tokens_out": 0,
+                    "latency_ms": latency,
+                    "cost": "0",
+                    "in_training_set": item.trace_id in training,
+                }
+                ann_id = annotation_upsert(
+                    trace_id=item.trace_id,
+                    rater_id=rater.pk,
+                    version_id=version.pk,
+                    task_success="unknown",
+                    source=source_json,
+                    labels=labels,
+                )
+                JudgeItem.objects.filter(pk=item.pk).update(
+                    state=JudgeItem.State.DONE,
+                    parsed=parsed,
+                    raw_answer=json.dumps(parsed),
+                    latency_ms=latency,
+                    annotation_id=ann_id,
+                    finished_at=timezone.now(),
+                    lease_until=None,
+                    attempts=F("attempts") + 1,
+                )
+            JudgeRun.objects.filter(pk=run.pk).update(n_done=run.items.filter(state=JudgeItem.State.DONE).count())
+        if progress:
+            progress(len(items))
+    judge_run_dispatch(run_id=run.pk, dispatcher=dispatcher)  # finishes the run when nothing is left
+    return JudgeRun.objects.get(pk=run.pk)

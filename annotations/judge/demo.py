@@ -1,7 +1,8 @@
 """Demo data for the LLM judge: a finished baseline run over the demo project (no API key needed).
 
 Runs synchronously inside `seed_demo` (the demo worker starts after seeding): the run is created
-and processed in this process through the same services a worker would call. The baseline is
+and processed in this process through the same services a worker would call, with the INLINE
+dispatcher (annotations/judge/dispatch.py), so nothing is sent to Celery. The baseline is
 trained on the project's agreed labels when there are enough, else on the MAST-Data judge labels
 imported with the demo traces. Idempotent: an existing finished baseline run is kept.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
-from annotations.judge.runs import inline_mode, judge_run_create, judge_run_start, prompt_template_active
+from annotations.judge.dispatch import INLINE
+from annotations.judge.prompts import prompt_template_active
+from annotations.judge.runs import judge_run_create, judge_run_start
 from annotations.models import JudgeRun
 
 
@@ -25,9 +28,8 @@ def seed(ctx) -> None:
         ctx.say(f"LLM judge: baseline run #{done.pk} already there ({done.n_done} traces)")
         return
     try:
-        with inline_mode():
-            run = judge_run_create(project=project, by=ctx.users["manager"], provider="baseline", start=False)
-            judge_run_start(run_id=run.pk)
+        run = judge_run_create(project=project, by=ctx.users["manager"], provider="baseline", start=False)
+        judge_run_start(run_id=run.pk, dispatcher=INLINE)
     except ValidationError as exc:
         ctx.say(f"LLM judge: no baseline run ({'; '.join(exc.messages)})")
         return

@@ -5,22 +5,26 @@ rounds, ``agreed_labels``) on the traces both have, per mode and pooled over all
 units, in the layout of the MAST paper's Table 2: accuracy, precision, recall, F1, Cohen's kappa.
 Labels are read through ``annotations_visible_to``: a manager who annotates an open round does not
 see the judge's labels of that round's traces here either.
+
+The last reads are what a run works on: a version's modes, a trace's steps and text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from annotations.judge import prompting
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
 from annotations.rounds.agreed import agreed_labels
 from annotations.rounds.agreement import cohen_kappa
-from taxonomy.models import FailureMode
-from traces.models import Project
+from taxonomy.models import FailureMode, TaxonomyVersion
+from traces.models import Project, Step, Trace
 
 
 def judge_run_list(*, project: Project) -> QuerySet[JudgeRun]:
@@ -216,3 +220,45 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
         for tid, rows in ranked
     ]
     return result
+
+
+# --------------------------------------------------------------------------- what a run reads
+
+
+_published_modes: dict[int, list[FailureMode]] = {}
+
+
+def _modes(version: TaxonomyVersion) -> list[FailureMode]:
+    # A published version is frozen (database triggers refuse edits), so its modes are cached per process.
+    if version.is_published and version.pk in _published_modes:
+        return _published_modes[version.pk]
+    modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
+    if version.is_published:
+        _published_modes[version.pk] = modes
+    return modes
+
+
+def trace_steps(trace_id: int) -> list[prompting.StepIn]:
+    """A trace's steps as the prompt shows them."""
+    rows = Step.objects.filter(trace_id=trace_id).order_by("index").values_list("index", "agent", "kind", "content")
+    steps = [prompting.StepIn(*r) for r in rows]
+    if not steps:  # a trace without parsed steps: its raw text as one step
+        raw = Trace.objects.values_list("raw_text", flat=True).get(pk=trace_id)
+        steps = [prompting.StepIn(0, "", "log", raw)]
+    return steps
+
+
+def trace_texts(trace_ids: Sequence[int]) -> dict[int, str]:
+    """Each trace's text (its steps joined, else its raw text): what the baseline reads."""
+    texts: dict[int, list[str]] = {t: [] for t in trace_ids}
+    for start in range(0, len(trace_ids), 200):
+        chunk = trace_ids[start : start + 200]
+        for tid, content in (
+            Step.objects.filter(trace_id__in=chunk).order_by("trace_id", "index").values_list("trace_id", "content")
+        ):
+            texts[tid].append(content)
+    out = {t: "\n".join(parts) for t, parts in texts.items()}
+    missing = [t for t, text in out.items() if not text]
+    for tid, raw in Trace.objects.filter(pk__in=missing).values_list("id", "raw_text"):
+        out[tid] = raw
+    return out

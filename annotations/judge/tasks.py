@@ -7,7 +7,7 @@ concurrency of the runs you want in flight, e.g.
     celery -A mast_site worker -P threads --concurrency=32
 
 To scale out, start more workers (on more machines) against the same broker and database: the
-per-run limit is enforced in the database (judge_run_dispatch), not by the pool size.
+per-run limit is enforced in the database (dispatch.judge_run_dispatch), not by the pool size.
 """
 
 from __future__ import annotations
@@ -15,23 +15,25 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import worker_ready
 
-from annotations.judge import runs as judge_services
+from annotations.judge.dispatch import judge_sweep
+from annotations.judge.runs import judge_run_start
+from annotations.judge.worker import judge_item_process
 
 
 @shared_task(name="annotations.judge_run_start", acks_late=True, ignore_result=True)
 def judge_run_start_task(run_id: int) -> None:
-    judge_services.judge_run_start(run_id=run_id)
+    judge_run_start(run_id=run_id)
 
 
 @shared_task(name="annotations.prelabel_trace", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def prelabel_trace(item_id: int, claim: int | None = None) -> str:
-    return judge_services.judge_item_process(item_id=item_id, claim=claim)
+    return judge_item_process(item_id=item_id, claim=claim)
 
 
 @shared_task(name="annotations.judge_sweep", acks_late=True, ignore_result=True)
 def judge_sweep_task() -> None:
     """Re-dispatch running runs (re-claims items whose worker died); repeats while runs are running."""
-    wait = judge_services.judge_sweep()
+    wait = judge_sweep()
     if wait is not None:
         judge_sweep_task.apply_async(countdown=wait)
 

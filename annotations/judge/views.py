@@ -13,13 +13,8 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.judge.prompting import PLACEHOLDERS
-from annotations.judge.runs import (
-    judge_run_cancel,
-    judge_run_create,
-    judge_run_resume,
-    prompt_template_active,
-    prompt_template_save,
-)
+from annotations.judge.prompts import prompt_template_active, prompt_template_save
+from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume
 from annotations.judge.selectors import (
     judge_items,
     judge_quality,

@@ -53,17 +53,34 @@ def make_judge_traces(project, n: int, *, n_steps: int = 4, words: str = "", sta
     return traces
 
 
+def post_run_form(client, project, **fields):
+    """POST the new-run page with usable defaults for every field but those given."""
+    from django.urls import reverse
+
+    data = {"provider": "openai", "traces": "all", "concurrency": 2, "temperature": 0, "max_tokens": 500, "timeout": 10}
+    return client.post(reverse("annotations:judge_run_new", kwargs={"slug": project.slug}), {**data, **fields})
+
+
+def post_run_api(client, project, **fields):
+    """POST /api/projects/<slug>/judge-runs/ with an OpenAI-compatible run made of `fields`."""
+    return client.post(
+        f"/api/projects/{project.slug}/judge-runs/", {"provider": "openai", **fields}, content_type="application/json"
+    )
+
+
 def drive(run):
     """Run a judge run to its end in this process: start, then process claimed items until none is left."""
-    from annotations.judge.runs import judge_item_process, judge_run_start
+    from annotations.judge.dispatch import INLINE
+    from annotations.judge.runs import judge_run_start
+    from annotations.judge.worker import judge_item_process
     from annotations.models import JudgeItem
 
-    judge_run_start(run_id=run.pk)
+    judge_run_start(run_id=run.pk, dispatcher=INLINE)
     for _ in range(10_000):
         claimed = list(JudgeItem.objects.filter(run=run, state="running").values_list("id", "claim"))
         if not claimed:
             break
         for item_id, claim in claimed:
-            judge_item_process(item_id=item_id, claim=claim)
+            judge_item_process(item_id=item_id, claim=claim, dispatcher=INLINE)
     run.refresh_from_db()
     return run

@@ -1,10 +1,10 @@
-"""The provider client: OpenAI-compatible chat completions through the `openai` library.
+"""The OpenAI-compatible chat-completions provider, through the `openai` library.
 
 Works with OpenAI, vLLM, Ollama, LiteLLM and any server speaking /v1/chat/completions.
-The library's own retries are off (max_retries=0): our policy lives here and is explicit.
+The library's own retries are off (max_retries=0): our policy (``base.with_retries``) is explicit.
 
 - Transient faults (timeouts, dropped connections, 408/409/429, 5xx, a malformed response body)
-  raise ``TransientError``; ``with_retries`` retries them with exponential backoff and full
+  raise ``TransientError``; ``base.with_retries`` retries them with exponential backoff and full
   jitter, bounded, waiting at least what a 429's Retry-After (or retry-after-ms) asks.
 - Permanent faults (400, 401, 403, 404 model not found, 422, a missing key) raise
   ``PermanentError``: retrying cannot help, the run stops with the message.
@@ -15,48 +15,25 @@ The library's own retries are off (max_retries=0): our policy lives here and is 
 from __future__ import annotations
 
 import email.utils
-import os
-import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import httpx
 import openai
 
-T = TypeVar("T")
-
-
-class LLMError(Exception):
-    pass
-
-
-class TransientError(LLMError):
-    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.status = status
-
-
-class PermanentError(LLMError):
-    def __init__(self, message: str, *, status: int | None = None):
-        super().__init__(message)
-        self.status = status
-
-
-class JsonModeUnsupported(PermanentError):
-    pass
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    tokens_in: int
-    tokens_out: int
-    latency_ms: int
-
+from annotations.judge.providers import keys
+from annotations.judge.providers.base import (
+    Call,
+    Completion,
+    JsonModeUnsupported,
+    LLMError,
+    PermanentError,
+    Provider,
+    RunConfig,
+    TransientError,
+)
 
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 _clients_lock = threading.Lock()
@@ -74,20 +51,13 @@ def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
                 api_key=api_key,
                 timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
                 max_retries=0,
-                http_client=httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32)),
+                # No redirects: the key may go only to the base URL MAST_JUDGE_API_KEYS allows for it.
+                http_client=httpx.Client(
+                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=32), follow_redirects=False
+                ),
             )
             _clients[key] = client
         return client
-
-
-def api_key_from_env(name: str) -> str:
-    """The key from the environment variable `name`; local servers without auth need none."""
-    if not name:
-        return "no-key"  # the library insists on some key; servers without auth ignore it
-    value = os.environ.get(name, "")
-    if not value:
-        raise PermanentError(f"The environment variable {name} (named as the API key) is not set on the worker.")
-    return value
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -191,37 +161,36 @@ def chat_complete(
     )
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_attempts: int = 5
-    base: float = 0.5
-    cap: float = 30.0
+class OpenAIChat(Provider):
+    """Any server speaking /v1/chat/completions, with an optional key from MAST_JUDGE_API_KEYS."""
 
-    def delay(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
-        """Full jitter on an exponential ceiling; never less than what Retry-After asks."""
-        ceiling = min(self.cap, self.base * (2 ** (attempt - 1)))
-        jittered = (rng or random).uniform(ceiling / 2, ceiling)
-        return max(jittered, retry_after or 0.0)
+    name = "openai"
+    rater_kind = "llm"
 
+    def validate(self, config: RunConfig, *, allowed_keys: Mapping[str, Sequence[str]]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        if not config.base_url.startswith(("http://", "https://")):
+            errors["base_url"] = "an http(s) URL of an OpenAI-compatible server, e.g. https://api.openai.com/v1"
+        if not config.model.strip():
+            errors["model"] = "the model name, e.g. gpt-4o-mini"
+        name = config.api_key_env
+        if name and not name.replace("_", "").isalnum():
+            errors["api_key_env"] = "the NAME of an environment variable (letters, digits, _), not the key"
+        elif "base_url" not in errors:
+            errors.update(keys.key_problems(name=name.strip(), base_url=config.base_url, allowed=allowed_keys))
+        return errors
 
-def with_retries(
-    call: Callable[[], T],
-    *,
-    policy: RetryPolicy,
-    before_attempt: Callable[[int], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> T:
-    """Run `call`, retrying TransientError up to policy.max_attempts; others pass through."""
-    attempt = 0
-    while True:
-        attempt += 1
-        if before_attempt:
-            before_attempt(attempt)
-        try:
-            return call()
-        except TransientError as exc:
-            if attempt >= policy.max_attempts:
-                raise TransientError(
-                    f"gave up after {attempt} attempts: {exc}", retry_after=exc.retry_after, status=exc.status
-                ) from exc
-            sleep(policy.delay(attempt, exc.retry_after))
+    def rater_name(self, *, model: str, prompt_number: int | None = None, trained_on: str = "") -> str:
+        return f"{model} · prompt v{prompt_number}"
+
+    def complete(self, call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> Completion:
+        return chat_complete(
+            base_url=call.base_url,
+            api_key=call.api_key,
+            model=call.model,
+            messages=messages,
+            temperature=call.temperature,
+            max_tokens=call.max_tokens,
+            timeout=call.timeout,
+            json_mode=json_mode,
+        )

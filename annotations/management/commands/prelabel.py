@@ -1,8 +1,10 @@
 """python manage.py prelabel --project SLUG --provider openai|baseline [...] [--wait | --inline]
 
 Queues a judge run (the Celery worker does the work). --wait shows a progress bar until the run
-ends; --inline does the work in this process instead (no worker needed). The exit code is
-non-zero when the run failed (or was paused by its budget or a cancel while waiting).
+ends; --inline does the work in this process instead (no worker needed: the run is created
+unstarted and driven by annotations/judge/inline.py, which tells every service to send nothing
+to Celery). The exit code is non-zero when the run failed (or was paused by its budget or a
+cancel while waiting).
 """
 
 import sys
@@ -11,7 +13,9 @@ import time
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from annotations.judge.runs import baseline_run_execute, inline_mode, judge_run_create, judge_run_drive_inline
+from annotations.judge.inline import judge_run_drive_inline
+from annotations.judge.providers import PROVIDERS, provider_get
+from annotations.judge.runs import judge_run_create
 from annotations.judge.selectors import judge_run_progress
 from annotations.models import JudgeRun
 from traces.models import Project
@@ -33,7 +37,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True, help="project slug")
-        parser.add_argument("--provider", choices=["openai", "baseline"], default="openai")
+        parser.add_argument("--provider", choices=list(PROVIDERS), default="openai")
         parser.add_argument("--base-url", default="", help="OpenAI-compatible server, e.g. https://api.openai.com/v1")
         parser.add_argument("--model", default="")
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the key")
@@ -53,24 +57,23 @@ class Command(BaseCommand):
         if project is None:
             raise CommandError(f"No project with slug {opts['project']!r}.")
         try:
-            with inline_mode() if opts["inline"] else _Null():
-                run = judge_run_create(
-                    project=project,
-                    by=None,
-                    provider=opts["provider"],
-                    base_url=opts["base_url"],
-                    model=opts["model"],
-                    api_key_env=opts["api_key_env"],
-                    concurrency=opts["concurrency"],
-                    traces=opts["traces"],
-                    temperature=opts["temperature"],
-                    max_tokens=opts["max_tokens"],
-                    timeout=opts["timeout"],
-                    budget_tokens=opts["budget_tokens"],
-                    few_shot=opts["few_shot"],
-                    baseline_source=opts["baseline_source"],
-                    start=not opts["inline"],
-                )
+            run = judge_run_create(
+                project=project,
+                by=None,
+                provider=opts["provider"],
+                base_url=opts["base_url"],
+                model=opts["model"],
+                api_key_env=opts["api_key_env"],
+                concurrency=opts["concurrency"],
+                traces=opts["traces"],
+                temperature=opts["temperature"],
+                max_tokens=opts["max_tokens"],
+                timeout=opts["timeout"],
+                budget_tokens=opts["budget_tokens"],
+                few_shot=opts["few_shot"],
+                baseline_source=opts["baseline_source"],
+                start=not opts["inline"],
+            )
         except ValidationError as exc:
             detail = exc.message_dict if hasattr(exc, "error_dict") else exc.messages
             raise CommandError(f"Invalid run: {detail}")
@@ -83,25 +86,17 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         if opts["inline"]:
-            if run.provider == JudgeRun.Provider.BASELINE:
-                from annotations.judge.runs import judge_run_start
+            last = [0.0]
 
-                with inline_mode():
-                    judge_run_start(run_id=run.pk)
-                run.refresh_from_db()
-                if run.state == JudgeRun.State.RUNNING:  # pragma: no cover - judge_run_start finishes baseline runs
-                    run = baseline_run_execute(run_id=run.pk)
-                show(run)
-            else:
-                last = [0.0]
+            def tick(r: JudgeRun) -> None:
+                if time.monotonic() - last[0] >= 1.0:
+                    last[0] = time.monotonic()
+                    show(r)
 
-                def tick(r: JudgeRun) -> None:
-                    if time.monotonic() - last[0] >= 1.0:
-                        last[0] = time.monotonic()
-                        show(r)
-
-                run = judge_run_drive_inline(run_id=run.pk, on_tick=tick)
-                show(run)
+            # A whole-run provider (the baseline) is done when its start returns: one bar at the end.
+            per_trace = provider_get(run.provider).per_trace
+            run = judge_run_drive_inline(run_id=run.pk, on_tick=tick if per_trace else None)
+            show(run)
         elif opts["wait"]:
             while True:
                 run.refresh_from_db()
@@ -117,11 +112,3 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"Run {run.pk} done: {run.n_done} labelled, {run.n_failed} failed."))
             return
         raise CommandError(f"Run {run.pk} ended {run.state}: {run.error or 'no message'}")
-
-
-class _Null:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

@@ -1,11 +1,11 @@
-"""annotations.judge.baseline: TF-IDF + logistic regression per mode, honest held-out kappa (pure, real data)."""
+"""providers/baseline_model.py: TF-IDF + logistic regression per mode, honest held-out kappa (pure, real data)."""
 
 import json
 
 import numpy as np
 import pytest
 
-from annotations.judge import baseline
+from annotations.judge.providers import baseline_model
 
 
 def synthetic(n=80, seed=0):
@@ -23,7 +23,7 @@ def synthetic(n=80, seed=0):
 
 def test_learns_a_keyword_signal_with_high_held_out_kappa():
     texts, y = synthetic()
-    model = baseline.train(texts, y, ["A", "B"])
+    model = baseline_model.train(texts, y, ["A", "B"])
     rep = {r.code: r for r in model.reports}
     assert rep["A"].kappa is not None and rep["A"].kappa > 0.8
     assert rep["A"].n_test > 0
@@ -33,7 +33,7 @@ def test_learns_a_keyword_signal_with_high_held_out_kappa():
 
 def test_mode_never_present_has_no_kappa_and_says_why():
     texts, y = synthetic()
-    model = baseline.train(texts, y, ["A", "B"])
+    model = baseline_model.train(texts, y, ["A", "B"])
     rep = {r.code: r for r in model.reports}
     assert rep["B"].kappa is None and "undefined" in rep["B"].undefined
     assert model.predict_proba(["anything"])[0, 1] == 0.0
@@ -43,7 +43,7 @@ def test_mode_with_too_few_positives_gets_no_held_out_figure():
     texts, y = synthetic()
     y[:, 1] = 0
     y[:2, 1] = 1
-    model = baseline.train(texts, y, ["A", "B"])
+    model = baseline_model.train(texts, y, ["A", "B"])
     rep = {r.code: r for r in model.reports}
     assert rep["B"].kappa is None and "need at least" in rep["B"].undefined
 
@@ -51,14 +51,14 @@ def test_mode_with_too_few_positives_gets_no_held_out_figure():
 def test_unlabelled_cells_are_left_out_of_training():
     texts, y = synthetic()
     y[::3, 0] = np.nan
-    model = baseline.train(texts, y, ["A", "B"])
+    model = baseline_model.train(texts, y, ["A", "B"])
     r = model.reports[0]
     assert r.n_positive + r.n_negative == int((~np.isnan(y[:, 0])).sum())
 
 
 def test_shape_mismatch_is_refused():
     with pytest.raises(ValueError, match="labels must be"):
-        baseline.train(["a", "b"], np.zeros((3, 1)), ["A"])
+        baseline_model.train(["a", "b"], np.zeros((3, 1)), ["A"])
 
 
 def _mad_records(shared_dir):
@@ -73,7 +73,7 @@ def _mad_records(shared_dir):
 
 def test_baseline_on_real_mast_data_reports_held_out_kappa_per_mode(shared_dir):
     texts, y, codes = _mad_records(shared_dir)
-    model = baseline.train(texts, y, codes)
+    model = baseline_model.train(texts, y, codes)
     defined = [r for r in model.reports if r.kappa is not None]
     assert len(model.reports) == len(codes) == 14
     assert defined, "at least one mode has enough positives for a held-out kappa"
@@ -95,7 +95,7 @@ def test_baseline_on_the_human_labelled_file_is_undefined_for_rare_modes(shared_
         votes = {a["failure mode"].split()[0]: [a[k] for k in a if k.startswith("annotator")] for a in r["annotations"]}
         # majority of the three annotators = the agreed label of the record
         rows.append([float(sum(bool(v) for v in votes[c]) >= 2) if c in votes else np.nan for c in codes])
-    model = baseline.train(texts, np.array(rows), codes)
+    model = baseline_model.train(texts, np.array(rows), codes)
     undefined = [r for r in model.reports if r.kappa is None]
     # 19 traces: most modes have fewer than 4 positives, and the report must say so rather than invent a number
     assert undefined and all(r.undefined for r in undefined)

@@ -9,16 +9,10 @@ import time
 import pytest
 from django.core.exceptions import ValidationError
 
-from annotations.judge.runs import (
-    judge_item_process,
-    judge_run_cancel,
-    judge_run_create,
-    judge_run_dispatch,
-    judge_run_resume,
-    judge_run_start,
-    prompt_template_active,
-    prompt_template_save,
-)
+from annotations.judge.dispatch import judge_run_dispatch
+from annotations.judge.prompts import prompt_template_active, prompt_template_save
+from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume, judge_run_start
+from annotations.judge.worker import judge_item_process
 from annotations.models import Annotation, JudgeCache, JudgeItem, ModeLabel, Rater
 from tests.annotations.conftest import drive, make_judge_traces
 from tests.llm_server import Drop, Reply, Status, codes_of, good_answer
@@ -167,6 +161,7 @@ def test_a_failed_run_resumes_and_finishes(project, manager, llm_server, fast_re
 
 
 def test_missing_api_key_variable_stops_the_run(project, manager, llm_server, fast_retries, monkeypatch):
+    fast_retries.MAST_JUDGE_API_KEYS = f"JUDGE_TEST_KEY={llm_server.url}"
     monkeypatch.delenv("JUDGE_TEST_KEY", raising=False)
     make_judge_traces(project, 1)
     run = drive(new_run(project, manager, llm_server, api_key_env="JUDGE_TEST_KEY"))
@@ -177,6 +172,7 @@ def test_missing_api_key_variable_stops_the_run(project, manager, llm_server, fa
 def test_api_key_is_read_from_the_named_variable_and_never_stored(
     project, manager, llm_server, fast_retries, monkeypatch
 ):
+    fast_retries.MAST_JUDGE_API_KEYS = f"JUDGE_TEST_KEY={llm_server.url}"
     monkeypatch.setenv("JUDGE_TEST_KEY", "sk-secret-123")
     make_judge_traces(project, 1)
     run = drive(new_run(project, manager, llm_server, api_key_env="JUDGE_TEST_KEY"))
@@ -334,7 +330,7 @@ def test_prompt_edit_creates_a_new_version_and_keeps_the_old(project, manager):
 
 
 def test_retry_backoff_grows_with_jitter():
-    from annotations.judge.providers.openai_chat import RetryPolicy
+    from annotations.judge.providers.base import RetryPolicy
 
     p = RetryPolicy(base=1, cap=30)
     d = [p.delay(n) for n in range(1, 6)]

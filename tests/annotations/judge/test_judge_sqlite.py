@@ -1,5 +1,5 @@
 """The judge on SQLite, the database `make demo` runs on: the per-trace statements are plain SQL
-(annotations/services/judge_sql.py), written for PostgreSQL and SQLite alike, and the rest of the
+(annotations/judge/sql.py), written for PostgreSQL and SQLite alike, and the rest of the
 suite runs on PostgreSQL. So here the whole path runs in a fresh process on a SQLite file:
 migrate, import, `prelabel --inline` against the scripted chat-completions server, then the same
 run again, which the cache answers."""

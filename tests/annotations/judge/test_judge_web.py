@@ -7,11 +7,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotations.judge.runs import baseline_run_execute, judge_run_create, judge_run_start
+from annotations.judge.baseline import baseline_run_execute
+from annotations.judge.runs import judge_run_create, judge_run_start
 from annotations.judge.selectors import binary_scores, judge_quality
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Adjudication, Annotation, JudgeRun, Rater, Round, RoundAnnotator, RoundTrace
-from tests.annotations.conftest import drive, make_judge_traces
+from tests.annotations.conftest import drive, make_judge_traces, post_run_form
 
 pytestmark = pytest.mark.django_db
 
@@ -82,20 +83,7 @@ def test_anonymous_is_sent_to_login(client, project):
 def test_manager_creates_a_run_from_the_form(client, project, manager, llm_server):
     make_judge_traces(project, 2)
     client.force_login(manager)
-    resp = client.post(
-        reverse("annotations:judge_run_new", kwargs={"slug": project.slug}),
-        {
-            "provider": "openai",
-            "base_url": llm_server.url,
-            "model": "m",
-            "api_key_env": "",
-            "traces": "all",
-            "concurrency": 2,
-            "temperature": 0,
-            "max_tokens": 500,
-            "timeout": 10,
-        },
-    )
+    resp = post_run_form(client, project, base_url=llm_server.url, model="m", api_key_env="")
     run = JudgeRun.objects.get()
     assert resp.status_code == 302 and resp["Location"].endswith(f"/judge/runs/{run.pk}/")
     assert run.n_total == 2 and run.state == "queued"
@@ -104,19 +92,7 @@ def test_manager_creates_a_run_from_the_form(client, project, manager, llm_serve
 def test_form_shows_the_field_that_is_wrong(client, project, manager):
     make_judge_traces(project, 1)
     client.force_login(manager)
-    resp = client.post(
-        reverse("annotations:judge_run_new", kwargs={"slug": project.slug}),
-        {
-            "provider": "openai",
-            "base_url": "not a url",
-            "model": "",
-            "traces": "all",
-            "concurrency": 2,
-            "temperature": 0,
-            "max_tokens": 500,
-            "timeout": 10,
-        },
-    )
+    resp = post_run_form(client, project, base_url="not a url", model="")
     assert resp.status_code == 200
     assert "http(s) URL" in resp.content.decode() and not JudgeRun.objects.exists()
 

@@ -1,0 +1,536 @@
+"""The per-trace hot path of a judge run (writes): load, cache, call, parse, write one result.
+
+``judge_item_process`` is what one ``annotations.prelabel_trace`` task does (see ``dispatch.py``
+for how a run moves): it builds the prompt, answers from the cache or calls the run's provider
+with the retry policy (transient faults back off, permanent ones stop the run), parses the answer
+with one repair request, and writes the annotation + the item's result in ONE transaction after
+re-checking the item's state under lock, so a task delivered twice writes one result.
+
+The API key is read here, per trace, and only when MAST_JUDGE_API_KEYS allows the run's variable
+to go to the run's base URL (``providers/keys.py``): a run row written straight to the database
+cannot make the worker send another variable anywhere.
+
+The per-trace statements are plain SQL (``sql.py``) and the run's unchanging settings are cached
+per worker process (``_frozen_run``): the worker's CPU per trace bounds a run's throughput.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotations.judge import prompting
+from annotations.judge import sql as judge_sql
+from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
+from annotations.judge.providers import base, keys, provider_get
+from annotations.judge.selectors import _modes, trace_steps
+from annotations.models import Annotation, JudgeCache, JudgeItem, JudgeRun, ModeLabel, Rater
+from taxonomy.models import FailureMode
+
+log = logging.getLogger(__name__)
+
+
+class JudgeStopped(Exception):
+    """The run was cancelled, paused or failed while this item was being worked on."""
+
+
+def max_chars() -> int:
+    return int(getattr(settings, "MAST_JUDGE_MAX_CHARS", prompting.DEFAULT_MAX_CHARS))
+
+
+def allowed_keys() -> dict[str, tuple[str, ...]]:
+    """MAST_JUDGE_API_KEYS parsed (providers/keys.py); a malformed setting is a configuration error."""
+    try:
+        return keys.parse_allowed(getattr(settings, keys.SETTING, ""))
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from exc
+
+
+def _policy() -> base.RetryPolicy:
+    return base.RetryPolicy(
+        max_attempts=int(getattr(settings, "MAST_JUDGE_MAX_ATTEMPTS", 5)),
+        base=float(getattr(settings, "MAST_JUDGE_BACKOFF_BASE", 0.5)),
+        cap=float(getattr(settings, "MAST_JUDGE_BACKOFF_CAP", 30.0)),
+    )
+
+
+def _cost(run: JudgeRun, tokens_in: int, tokens_out: int) -> Decimal:
+    return (Decimal(tokens_in) * run.price_in + Decimal(tokens_out) * run.price_out) / Decimal(1_000_000)
+
+
+def _cache_key(*, content_hash: str, prompt_id: int, model: str, params_hash: str) -> str:
+    return hashlib.sha256(f"{content_hash}|{prompt_id}|{model}|{params_hash}".encode()).hexdigest()
+
+
+def _params_hash(run: JudgeRun, messages: list[dict[str, str]]) -> str:
+    params = {
+        "temperature": run.temperature,
+        "max_tokens": run.max_tokens,
+        "messages": prompting.messages_hash(messages),
+    }
+    return hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+
+
+class _Attempts:
+    """Renews the item's lease and checks the run is still running before each attempt and sleep."""
+
+    def __init__(self, item: JudgeItem, run: JudgeRun):
+        self.item, self.run = item, run
+        self.n = 0  # attempts made; written with the result (the claim gave the first one a fresh lease)
+
+    def _renew(self, extra: float = 0.0) -> None:
+        lease = timezone.now() + timedelta(seconds=lease_seconds(self.run) + extra)
+        fields: dict[str, Any] = {"lease_until": lease}
+        alive = JudgeItem.objects.filter(
+            pk=self.item.pk, state=JudgeItem.State.RUNNING, claim=self.item.claim, run__state=JudgeRun.State.RUNNING
+        ).update(**fields)
+        if not alive:
+            raise JudgeStopped()
+
+    def before(self, attempt: int) -> None:
+        self.n += 1
+        if attempt == 1 and self.n > 1:  # a repair request: a new call, a new lease
+            self._renew()
+
+    def sleep(self, seconds: float) -> None:
+        self._renew(extra=seconds)
+        time.sleep(seconds)
+
+
+def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, api_key: str) -> base.Completion:
+    provider = provider_get(run.provider)
+    call = base.Call(
+        base_url=run.base_url,
+        api_key=api_key,
+        model=run.model,
+        temperature=run.temperature,
+        max_tokens=run.max_tokens,
+        timeout=run.timeout,
+    )
+
+    def request(json_mode: bool) -> base.Completion:
+        return provider.complete(call, messages, json_mode=json_mode)
+
+    def once() -> base.Completion:
+        json_mode = run.json_mode is not False
+        try:
+            return request(json_mode)
+        except base.JsonModeUnsupported:
+            if not json_mode:
+                raise
+            # The server does not know response_format: remember it for the run and ask plainly.
+            JudgeRun.objects.filter(pk=run.pk).update(json_mode=False)
+            run.json_mode = False
+            return request(False)
+
+    result = base.with_retries(once, policy=_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
+    if run.json_mode is None:
+        JudgeRun.objects.filter(pk=run.pk, json_mode__isnull=True).update(json_mode=True)
+        run.json_mode = True
+    return result
+
+
+_frozen_runs: OrderedDict[int, JudgeRun] = OrderedDict()
+_frozen_runs_lock = threading.Lock()
+FROZEN_RUNS_KEPT = 32
+
+
+def _frozen_run(run_id: int) -> JudgeRun | None:
+    """The run with its prompt, taxonomy version and rater, cached per process.
+
+    What a task reads of a run besides its state, JSON mode and spend (which ``_load_item`` reads
+    fresh every time) is written by judge_run_create and never changed: provider settings, prompt,
+    few-shot examples, budget, rater. Loading it once per process instead of once per trace is
+    the largest CPU saving of the judge's hot path (bench/bench_judge.py). Run ids are never
+    reused (PostgreSQL sequences, SQLite AUTOINCREMENT), so an entry cannot go stale."""
+    with _frozen_runs_lock:
+        run = _frozen_runs.get(run_id)
+        if run is not None:
+            _frozen_runs.move_to_end(run_id)
+            return run
+    run = JudgeRun.objects.select_related("prompt", "taxonomy_version", "rater").filter(pk=run_id).first()
+    if run is not None:
+        with _frozen_runs_lock:
+            _frozen_runs[run_id] = run
+            while len(_frozen_runs) > FROZEN_RUNS_KEPT:
+                _frozen_runs.popitem(last=False)
+    return run
+
+
+def _load_item(item_id: int) -> tuple[JudgeItem, JudgeRun, str] | None:
+    """(item, run, trace content hash) in one query plus the per-process frozen run; None if gone.
+
+    The run is a copy of the frozen one with its live fields (state, JSON mode, spend) from the
+    database, so the task may update it in memory without touching other tasks' copies."""
+    row = judge_sql.load_item(item_id)
+    if row is None:
+        return None
+    frozen = _frozen_run(row["run_id"])
+    if frozen is None:
+        return None
+    run = copy.copy(frozen)
+    run.state, run.json_mode = row["run_state"], row["json_mode"]
+    run.tokens_in, run.tokens_out, run.cost = row["tokens_in"], row["tokens_out"], row["cost"]
+    item = JudgeItem(pk=item_id, run_id=run.pk, trace_id=row["trace_id"], state=row["state"], claim=row["claim"])
+    return item, run, row["content_hash"]
+
+
+def judge_item_process(*, item_id: int, claim: int | None = None, dispatcher: Dispatcher = CELERY) -> str:
+    """Label one trace (idempotent). Returns what happened: done, failed, cached, skipped, stopped."""
+    loaded = _load_item(item_id)
+    if loaded is None:
+        return "skipped"
+    item, run, content_hash = loaded
+    if item.state != JudgeItem.State.RUNNING or (claim is not None and item.claim != claim):
+        return "skipped"  # done already, released, or a stale duplicate of a re-claimed item
+    if run.state != JudgeRun.State.RUNNING:
+        _release(item)
+        return "stopped"
+    try:
+        outcome = _process(item, run, content_hash, dispatcher)
+    except JudgeStopped:
+        _release(item)
+        return "stopped"
+    except base.PermanentError as exc:
+        _release(item)
+        message = f"Stopped: {exc} (server {run.base_url}, model {run.model}). Fix it and resume the run."
+        run_stop(run_id=run.pk, message=message)
+        return "stopped"
+    except Exception as exc:  # a bug must not leave the item claimed for ever
+        log.exception("judge item %s crashed", item_id)
+        _item_failed(item, run, dispatcher, error=f"internal error: {type(exc).__name__}: {exc}"[:1000])
+        outcome = "failed"
+    return outcome
+
+
+def _release(item: JudgeItem) -> None:
+    JudgeItem.objects.filter(pk=item.pk, state=JudgeItem.State.RUNNING, claim=item.claim).update(
+        state=JudgeItem.State.PENDING, lease_until=None
+    )
+
+
+def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Dispatcher) -> str:
+    version = run.taxonomy_version
+    modes = _modes(version)
+    codes = [m.code for m in modes]
+    steps = trace_steps(item.trace_id)
+    few = [prompting.FewShot(f["excerpt"], f["present"], f["codes"]) for f in run.prompt_extras.get("few_shot", [])]
+    messages, trunc = prompting.build_messages(
+        template=run.prompt.text,
+        modes=[prompting.ModeIn(m.code, m.name, m.definition, m.examples) for m in modes],
+        steps=steps,
+        max_chars=int(run.prompt_extras.get("max_chars") or max_chars()),
+        few_shot=few,
+    )
+    params_hash = _params_hash(run, messages)
+    key = _cache_key(content_hash=content_hash, prompt_id=run.prompt_id, model=run.model, params_hash=params_hash)
+    valid_steps = [s.index for s in steps]
+    hit = judge_sql.cached_answer(key)
+    if hit is not None:
+        answer = prompting.parse_answer(hit, codes=codes, valid_steps=valid_steps)
+        _write_result(
+            item,
+            run,
+            dispatcher,
+            modes,
+            answer,
+            raw=hit,
+            tokens_in=0,
+            tokens_out=0,
+            latency_ms=0,
+            trunc=trunc,
+            cached=True,
+            cache=None,
+        )
+        return "cached"
+    api_key = keys.api_key_from_env(run.api_key_env, base_url=run.base_url, allowed=allowed_keys())
+    attempts = _Attempts(item, run)
+    try:
+        first = _call(run, messages, attempts, api_key)
+    except base.TransientError as exc:  # still failing after the bounded retries: this trace fails, the run goes on
+        _item_failed(item, run, dispatcher, attempts=attempts.n, error=str(exc), trunc=trunc)
+        return "failed"
+    raws, tin, tout, lat = [first.text], first.tokens_in, first.tokens_out, first.latency_ms
+    try:
+        answer = prompting.parse_answer(first.text, codes=codes, valid_steps=valid_steps)
+    except prompting.AnswerError as exc:
+        repair = prompting.repair_messages(messages, raw=first.text, error=str(exc), codes=codes)
+        try:
+            second = _call(run, repair, attempts, api_key)
+        except base.TransientError as exc2:
+            _item_failed(
+                item,
+                run,
+                dispatcher,
+                attempts=attempts.n,
+                error=f"repair request failed: {exc2}",
+                raw=first.text,
+                tokens_in=tin,
+                tokens_out=tout,
+                latency_ms=lat,
+                trunc=trunc,
+            )
+            return "failed"
+        raws.append(second.text)
+        tin, tout, lat = tin + second.tokens_in, tout + second.tokens_out, lat + second.latency_ms
+        try:
+            answer = prompting.parse_answer(second.text, codes=codes, valid_steps=valid_steps)
+        except prompting.AnswerError as exc2:
+            _item_failed(
+                item,
+                run,
+                dispatcher,
+                attempts=attempts.n,
+                error=f"unusable answer after one repair request: {exc2} (first answer: {exc})",
+                raw="\n\n----- repair answer -----\n\n".join(raws),
+                tokens_in=tin,
+                tokens_out=tout,
+                latency_ms=lat,
+                trunc=trunc,
+            )
+            return "failed"
+    cache = {
+        "key": key,
+        "content_hash": content_hash,
+        "prompt_id": run.prompt_id,
+        "model": run.model,
+        "params_hash": params_hash,
+        "raw_answer": raws[-1],
+        "parsed": answer.as_dict(),
+        "tokens_in": tin,
+        "tokens_out": tout,
+        "created_at": timezone.now(),
+    }
+    _write_result(
+        item,
+        run,
+        dispatcher,
+        modes,
+        answer,
+        attempts=attempts.n,
+        raw="\n\n----- repair answer -----\n\n".join(raws),
+        tokens_in=tin,
+        tokens_out=tout,
+        latency_ms=lat,
+        trunc=trunc,
+        cached=False,
+        cache=cache,
+    )
+    return "done"
+
+
+def _lock_item(item: JudgeItem) -> bool:
+    """Lock the item; False when its result is already written (a duplicate delivery).
+
+    Lock order: the item first, the run row last (its counters are the transaction's final
+    statement), so the run row is held only for the commit. Paths that lock the run and then
+    items (sweep, resume) take items with SKIP LOCKED, so they never wait on a result being written.
+    """
+    state = judge_sql.lock_item(item.pk)
+    return state not in (None, JudgeItem.State.DONE, JudgeItem.State.FAILED)
+
+
+def _item_failed(
+    item: JudgeItem,
+    run: JudgeRun,
+    dispatcher: Dispatcher,
+    *,
+    error: str,
+    attempts: int = 0,
+    raw: str = "",
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    latency_ms: int = 0,
+    trunc: prompting.Truncation | None = None,
+) -> None:
+    cost = _cost(run, tokens_in, tokens_out)
+    with transaction.atomic():
+        if not _lock_item(item):
+            return
+        JudgeItem.objects.filter(pk=item.pk).update(
+            state=JudgeItem.State.FAILED,
+            error=error,
+            attempts=F("attempts") + attempts,
+            raw_answer=raw,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            latency_ms=latency_ms,
+            cost=cost,
+            lease_until=None,
+            finished_at=timezone.now(),
+            truncated=bool(trunc and trunc.truncated),
+            truncation=trunc.as_dict() if trunc else {},
+        )
+        counters = {"n_failed": 1, "n_truncated": int(bool(trunc and trunc.truncated))}
+        claimed = _hand_on(run, dispatcher, counters, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    if not claimed:
+        finish_if_idle(run, dispatcher)
+
+
+def _hand_on(
+    run: JudgeRun, dispatcher: Dispatcher, counters: dict[str, int], *, tokens_in: int, tokens_out: int, cost: Decimal
+) -> bool:
+    """The end of a result transaction: claim the next item, then add this one to the run's
+    counters. The counters last: the run's row stays locked only for the commit (see _lock_item).
+    Returns whether an item was claimed."""
+    claimed = claim_next(run, dispatcher, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    increments = {**counters, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost": cost}
+    judge_sql.update(JudgeRun, run.pk, {}, increments=increments)
+    return claimed
+
+
+def annotation_upsert(
+    *,
+    trace_id: int,
+    rater_id: int,
+    version_id: int,
+    task_success: str,
+    source: dict,
+    labels: list[tuple[int, str, list, str, float | None]],
+) -> int:
+    """One submitted annotation of a non-human rater per trace (round=None): a later run replaces
+    the labels. Returns the annotation's id. Plain SQL (sql.py): it runs once per trace."""
+    now = timezone.now()
+    found = judge_sql.lock_judge_annotation(trace_id=trace_id, rater_id=rater_id, version_id=version_id)
+    state: str = Annotation.State.SUBMITTED
+    if found is None:
+        row = {
+            "trace_id": trace_id,
+            "rater_id": rater_id,
+            "taxonomy_version_id": version_id,
+            "round_id": None,
+            "state": state,
+            "task_success": task_success,
+            "notes": "",
+            "revision": 1,
+            "source": source,
+            "created_at": now,
+            "updated_at": now,
+            "submitted_at": now,
+        }
+        (ann_id,) = judge_sql.insert(Annotation, [row], returning_id=True)
+    else:
+        ann_id = found[0]
+        judge_sql.delete_labels(ann_id)
+        values = {
+            "task_success": task_success,
+            "source": source,
+            "state": state,
+            "submitted_at": now,
+            "updated_at": now,
+        }
+        judge_sql.update(Annotation, ann_id, values, increments={"revision": 1})
+    judge_sql.insert(
+        ModeLabel,
+        [
+            {
+                "annotation_id": ann_id,
+                "mode_id": mode_id,
+                "decision": decision,
+                "evidence": evidence,
+                "rationale": rationale,
+                "confidence": confidence,
+            }
+            for mode_id, decision, evidence, rationale, confidence in labels
+        ],
+    )
+    return ann_id
+
+
+def _write_result(
+    item: JudgeItem,
+    run: JudgeRun,
+    dispatcher: Dispatcher,
+    modes: list[FailureMode],
+    answer: prompting.Answer,
+    *,
+    raw: str,
+    tokens_in: int,
+    tokens_out: int,
+    latency_ms: int,
+    trunc: prompting.Truncation,
+    cached: bool,
+    cache: dict | None,
+    attempts: int = 0,
+) -> None:
+    by_code = {m.code: m for m in modes}
+    cost = _cost(run, tokens_in, tokens_out)
+    with transaction.atomic():
+        if not _lock_item(item):
+            return  # a duplicate delivery: the first one wrote the result
+        source = {
+            "run": run.pk,
+            "item": item.pk,
+            "provider": run.provider,
+            "model": run.model,
+            "prompt": run.prompt.number if run.prompt else None,
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "latency_ms": latency_ms,
+            "cost": str(cost),
+            "cached": cached,
+            "truncated": trunc.truncated,
+        }
+        labels = [
+            (
+                by_code[m.code].pk,
+                "present" if m.present else "absent",
+                [{"step": s} for s in m.evidence_steps],
+                m.rationale,
+                None,
+            )
+            for m in answer.modes
+        ]
+        ann_id = annotation_upsert(
+            trace_id=item.trace_id,
+            rater_id=run.rater_id,
+            version_id=run.taxonomy_version_id,
+            task_success=answer.task_success,
+            source=source,
+            labels=labels,
+        )
+        values = {
+            "state": JudgeItem.State.DONE,
+            "raw_answer": raw,
+            "parsed": answer.as_dict(),
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "latency_ms": latency_ms,
+            "cost": cost,
+            "cached": cached,
+            "error": "",
+            "lease_until": None,
+            "truncated": trunc.truncated,
+            "truncation": trunc.as_dict(),
+            "annotation_id": ann_id,
+            "finished_at": timezone.now(),
+        }
+        judge_sql.update(JudgeItem, item.pk, values, increments={"attempts": attempts})
+        if cache is not None:
+            judge_sql.insert(JudgeCache, [cache], ignore_conflicts=True)
+        counters = {"n_done": 1, "n_cached": int(cached), "n_truncated": int(trunc.truncated)}
+        claimed = _hand_on(run, dispatcher, counters, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    if not claimed:
+        finish_if_idle(run, dispatcher)
+
+
+def rater_for(*, kind: str, name: str, description: str) -> Rater:
+    """The rater a run's labels are filed under, by name (runs.py for LLM runs, baseline.py)."""
+    rater, _ = Rater.objects.get_or_create(name=name[:200], defaults={"kind": kind, "description": description})
+    if rater.kind != kind:
+        raise ValidationError(f"A rater named {name!r} exists with kind {rater.kind}; pick another model name.")
+    return rater
