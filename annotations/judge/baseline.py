@@ -21,10 +21,11 @@ from django.utils import timezone
 
 from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch, run_stop
 from annotations.judge.providers import baseline_model, provider_get
-from annotations.judge.selectors import _modes, trace_texts
+from annotations.judge.selectors import trace_texts
 from annotations.judge.worker import annotation_upsert, rater_for
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, Rater
 from taxonomy.models import TaxonomyVersion
+from taxonomy.selectors import version_modes
 from traces.models import Project
 
 BASELINE_MIN_TRACES = 10
@@ -34,9 +35,9 @@ def baseline_training_data(
     *, project: Project, version: TaxonomyVersion, source: str = "auto"
 ) -> tuple[str, list[int], np.ndarray, list[str]]:
     """(description, trace ids, traces x modes labels, codes) from agreed labels or a rater's labels."""
-    from annotations.rounds.selectors import agreed_labels
+    from annotations.rounds.agreed import agreed_labels
 
-    codes = [m.code for m in _modes(version)]
+    codes = [m.code for m in version_modes(version=version)]
     col = {c: j for j, c in enumerate(codes)}
 
     def matrix(rows: dict[int, dict[str, int]]) -> tuple[list[int], np.ndarray]:
@@ -126,7 +127,7 @@ def baseline_run_execute(
     info = {**model.report(), "trained_on": source, "training_trace_ids": train_ids[:5000]}
     JudgeRun.objects.filter(pk=run.pk).update(rater=rater, baseline_info=info, model=baseline_model.NAME)
     run.rater, run.baseline_info = rater, info
-    modes = {m.code: m for m in _modes(version)}
+    modes = {m.code: m for m in version_modes(version=version)}
     training = set(train_ids)
     while True:
         items = list(

@@ -21,10 +21,11 @@ from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch
 from annotations.judge.prompts import prompt_template_active
 from annotations.judge.providers import PROVIDERS, provider_get
 from annotations.judge.providers.base import RunConfig
-from annotations.judge.selectors import _modes, trace_steps
+from annotations.judge.selectors import trace_steps
 from annotations.judge.worker import allowed_keys, max_chars, rater_for
 from annotations.models import Annotation, JudgeItem, JudgeRun, Rater, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
+from taxonomy.selectors import version_modes
 from traces.models import Project, Trace
 
 MAX_CONCURRENCY = 64
@@ -63,7 +64,7 @@ def judge_trace_ids(
             human = Annotation.objects.filter(
                 rater__kind=Rater.Kind.HUMAN, state=Annotation.State.SUBMITTED, taxonomy_version=taxonomy_version
             ).values("trace_id")
-            from annotations.rounds.selectors import agreed_labels
+            from annotations.rounds.agreed import agreed_labels
 
             agreed = {a.trace_id for a in agreed_labels(project=project, taxonomy_version=taxonomy_version)}
             qs = qs.exclude(pk__in=human).exclude(pk__in=agreed)
@@ -83,14 +84,14 @@ def judge_trace_ids(
 
 
 def _few_shot(project: Project, version: TaxonomyVersion) -> list[dict]:
-    from annotations.rounds.selectors import agreed_labels
+    from annotations.rounds.agreed import agreed_labels
 
     by_trace: dict[int, list[str]] = {}
     for a in agreed_labels(project=project, taxonomy_version=version):
         by_trace.setdefault(a.trace_id, [])
         if a.decision == "present":
             by_trace[a.trace_id].append(a.mode_code)
-    codes = [m.code for m in _modes(version)]
+    codes = [m.code for m in version_modes(version=version)]
     # Prefer traces with several agreed failures: they teach the most per character.
     chosen = sorted(by_trace, key=lambda t: (-len(by_trace[t]), t))[:FEW_SHOT_N]
     out = []

@@ -23,7 +23,7 @@ from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
 from annotations.rounds.agreed import agreed_labels
 from annotations.rounds.agreement import cohen_kappa
-from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.models import FailureMode
 from traces.models import Project, Step, Trace
 
 
@@ -223,19 +223,6 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- what a run reads
-
-
-_published_modes: dict[int, list[FailureMode]] = {}
-
-
-def _modes(version: TaxonomyVersion) -> list[FailureMode]:
-    # A published version is frozen (database triggers refuse edits), so its modes are cached per process.
-    if version.is_published and version.pk in _published_modes:
-        return _published_modes[version.pk]
-    modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
-    if version.is_published:
-        _published_modes[version.pk] = modes
-    return modes
 
 
 def trace_steps(trace_id: int) -> list[prompting.StepIn]:

@@ -37,9 +37,10 @@ from annotations.judge import prompting
 from annotations.judge import sql as judge_sql
 from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
 from annotations.judge.providers import base, keys, provider_get
-from annotations.judge.selectors import _modes, trace_steps
+from annotations.judge.selectors import trace_steps
 from annotations.models import Annotation, JudgeCache, JudgeItem, JudgeRun, ModeLabel, Rater
 from taxonomy.models import FailureMode
+from taxonomy.selectors import version_modes
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,7 @@ def _release(item: JudgeItem) -> None:
 
 def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Dispatcher) -> str:
     version = run.taxonomy_version
-    modes = _modes(version)
+    modes = version_modes(version=version)
     codes = [m.code for m in modes]
     steps = trace_steps(item.trace_id)
     few = [prompting.FewShot(f["excerpt"], f["present"], f["codes"]) for f in run.prompt_extras.get("few_shot", [])]

@@ -34,7 +34,6 @@ from django.db.models.functions import Coalesce
 from annotations.labels.visibility import annotations_visible_to, blind_trace_ids
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
-from taxonomy.selectors import version_modes  # noqa: F401 (the labelling pages read the modes from here)
 from traces.models import Membership, Project, Trace
 
 ROUND_QUEUE_STATES = (Round.State.OPEN, Round.State.REVIEW)

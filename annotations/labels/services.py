@@ -42,6 +42,7 @@ from annotations.models import (
     RoundTrace,
 )
 from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.selectors import version_modes
 from traces.api_errors import ProductError
 from traces.models import Step, Trace
 from traces.projects.selectors import user_can
@@ -169,21 +170,9 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
 # ------------------------------------------------------------------ validation
 
 # Published taxonomy versions are frozen (database triggers), so their modes can be cached.
-_MODE_CACHE: dict[int, dict[str, tuple[int, tuple]]] = {}
-
-
 def _version_modes(version: TaxonomyVersion) -> dict[str, tuple[int, tuple]]:
-    """{code: (mode id, sort key)} for a version."""
-    cached = _MODE_CACHE.get(version.pk)
-    if cached is not None:
-        return cached
-    rows = FailureMode.objects.filter(version=version).values_list(
-        "id", "code", "order", "category__order", "category__code"
-    )
-    modes = {code: (pk, (cat_order, cat_code, order, code)) for pk, code, order, cat_order, cat_code in rows}
-    if version.is_published:
-        _MODE_CACHE[version.pk] = modes
-    return modes
+    """{code: (mode id, sort key)} for a version (taxonomy.selectors.version_modes, cached when published)."""
+    return {m.code: (m.pk, (i,)) for i, m in enumerate(version_modes(version=version))}
 
 
 def _is_int(value: Any) -> bool:

@@ -24,9 +24,9 @@ from annotations.labels.selectors import (
     round_for_annotator,
     round_of_trace_for_annotator,
     trace_annotations_visible,
-    version_modes,
 )
 from annotations.labels.services import MAX_NOTES, MAX_OPEN_CODE, MAX_OPEN_CODES, MAX_RATIONALE
+from taxonomy.selectors import version_modes
 from traces.projects.selectors import project_get_for_user, user_can
 from traces.viewer.selectors import trace_get, trace_viewer_context
 

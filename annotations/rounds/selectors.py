@@ -30,18 +30,12 @@ from annotations.models import (
     RoundAnnotator,
     RoundTrace,
 )
-from annotations.rounds.agreed import (  # noqa: F401 (AgreedLabel, agreed_labels: see below)
-    AgreedLabel,
-    agreed_labels,
-    majority_vote,
-)
+from annotations.rounds.agreed import majority_vote
 from taxonomy.models import FailureMode, TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.models import Membership, Project, Trace
 from traces.projects.selectors import project_role
 
-# AgreedLabel and agreed_labels are imported above only so that annotations.judge.runs keeps
-# working until its owner imports them from annotations.rounds.agreed.
 HUMANS = "humans"
 DECISION_VALUE = {ModeLabel.Decision.PRESENT: 1.0, ModeLabel.Decision.ABSENT: 0.0}
 
