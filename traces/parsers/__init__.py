@@ -25,20 +25,20 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from traces.parsers import appworld, chatdev, hyperagent, magentic_one, metagpt, openmanus
 from traces.parsers.ag2 import parse_ag2, parse_whowhen
 from traces.parsers.appworld import parse_appworld
 from traces.parsers.base import STEP_KINDS, ParsedStep, ParsedTrace, ParseError, normalise_newlines
 from traces.parsers.chatdev import parse_chatdev
 from traces.parsers.detect import detect_format, looks_json, normalise_mas_name
-from traces.parsers.hyperagent import parse_hyperagent
+from traces.parsers.hyperagent import parse_hyperagent, parse_hyperagent_text
 from traces.parsers.magentic_one import parse_magentic_one
 from traces.parsers.mast import MastRecord, is_mast_data, iter_mast_records, parse_mast_record
 from traces.parsers.messages import load_json, load_jsonl, message_list, parse_messages
 from traces.parsers.metagpt import parse_metagpt_json, parse_metagpt_log
 from traces.parsers.openmanus import parse_openmanus
 from traces.parsers.plaintext import parse_plaintext, split_blocks
+from traces.parsers.registry import TraceFormat, format_register, formats, text_format
 
 __all__ = [
     "FORMATS",
@@ -55,29 +55,32 @@ __all__ = [
     "parse_trace",
 ]
 
-FORMATS: tuple[str, ...] = (
-    "chatdev",
-    "metagpt_json",
-    "metagpt_log",
-    "ag2",
-    "hyperagent",
-    "appworld",
-    "magentic_one",
-    "openmanus",
-    "messages_json",
-    "plaintext",
-    "whowhen",
-)
+# The formats, in the order detection prefers on a tie and the import form lists them. A new text
+# format is one module (parse function + MARKERS) and one line here (see registry.py).
+for _fmt in (
+    TraceFormat("chatdev", parse=parse_chatdev, markers=chatdev.MARKERS, mas_name="ChatDev"),
+    TraceFormat("metagpt_json", kind="json"),
+    TraceFormat("metagpt_log", parse=parse_metagpt_log, markers=metagpt.MARKERS),
+    TraceFormat("ag2", kind="json"),
+    # HyperAgent writes text logs and _human.json files: a text format that also accepts JSON.
+    TraceFormat("hyperagent", parse=parse_hyperagent_text, markers=hyperagent.MARKERS, mas_name="HyperAgent"),
+    TraceFormat("appworld", parse=parse_appworld, markers=appworld.MARKERS, mas_name="AppWorld"),
+    TraceFormat(
+        "magentic_one",
+        parse=parse_magentic_one,
+        markers=magentic_one.MARKERS,
+        mas_name="Magentic-One",
+        filename_suffixes=("console_log.txt",),
+    ),
+    TraceFormat("openmanus", parse=parse_openmanus, markers=openmanus.MARKERS, mas_name="OpenManus"),
+    TraceFormat("messages_json", kind="json"),
+    TraceFormat("plaintext", parse=parse_plaintext),
+    TraceFormat("whowhen", kind="json"),
+):
+    format_register(_fmt)
 
-_TEXT_PARSERS: dict[str, Callable[[str], ParsedTrace]] = {
-    "chatdev": parse_chatdev,
-    "metagpt_log": parse_metagpt_log,
-    "appworld": parse_appworld,
-    "magentic_one": parse_magentic_one,
-    "openmanus": parse_openmanus,
-    "plaintext": parse_plaintext,
-}
-_JSON_FORMATS = frozenset({"metagpt_json", "ag2", "hyperagent", "messages_json", "whowhen"})
+FORMATS: tuple[str, ...] = tuple(f.name for f in formats())
+_JSON_FORMATS = frozenset({f.name for f in formats() if f.kind == "json"} | {"hyperagent"})
 
 
 def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name: str = "") -> ParsedTrace:
@@ -89,16 +92,14 @@ def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name
         raise ParseError("this is a MAST-Data file of many traces: read it with iter_mast_records", filename=filename)
     if format == "auto":
         format = detect_format(text, filename=filename, mas_name=mas_name)
-    elif format not in FORMATS:
-        raise ParseError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)} or auto", filename=filename)
+    elif format not in (names := [f.name for f in formats()]):
+        raise ParseError(f"unknown format {format!r}; expected one of {', '.join(names)} or auto", filename=filename)
     if format in _JSON_FORMATS and looks_json(text):
         trace = _parse_json(text.lstrip("\ufeff"), format, filename=filename, mas_name=mas_name)
-    elif format == "hyperagent":
-        trace = parse_hyperagent(text, filename=filename)
-    elif format in _JSON_FORMATS:
-        raise ParseError(f"format {format} expects JSON", filename=filename, line=1)
+    elif (text_fmt := text_format(format)) is not None:
+        trace = text_fmt.parse(text)
     else:
-        trace = _TEXT_PARSERS[format](text)
+        raise ParseError(f"format {format} expects JSON", filename=filename, line=1)
     if format != "plaintext" and all(s.kind == "log" and not s.agent for s in trace.steps):
         # no header of the format matched: split into readable blocks, never one giant step
         trace.steps = split_blocks(trace.raw_text)

@@ -48,6 +48,12 @@ class _Classifier:
         return "", "system"  # Exiting ... loop, Evaluation
 
 
+# Lines only this format writes: format detection looks for them (traces.parsers.registry).
+MARKERS = (
+    re.compile(r"^\*{10,} Task \d+/\d+ \(|^Response from Supervisor Agent\s*$", re.M),
+)
+
+
 def parse_appworld(text: str) -> ParsedTrace:
     steps = segment(text, HEADER, _Classifier())
     trace = ParsedTrace(format="appworld", raw_text=text, steps=steps, mas_name="AppWorld")

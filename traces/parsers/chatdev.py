@@ -37,6 +37,12 @@ def _classify(m: re.Match[str]) -> tuple[str, str]:
     return "", "log"
 
 
+# Lines only this format writes: format detection looks for them (traces.parsers.registry).
+MARKERS = (
+    re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\] ", re.M),
+)
+
+
 def parse_chatdev(text: str) -> ParsedTrace:
     steps = segment(text, HEADER, _classify)
     trace = ParsedTrace(format="chatdev", raw_text=text, steps=steps, mas_name="ChatDev")

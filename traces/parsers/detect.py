@@ -9,33 +9,9 @@ from __future__ import annotations
 
 import re
 
+from traces.parsers.registry import formats
+
 HEAD = 65536
-
-TEXT_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("chatdev", re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\] ", re.M)),
-    (
-        "metagpt_log",
-        re.compile(r"^=== MetaGPT Agent Communication Log|^\[[\d: -]{19}\] (?:NEW MESSAGES:|FROM: )", re.M),
-    ),
-    ("metagpt_log", re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+ \| [A-Z]+ *\| \S+ - \w+\(\w+\): to do ", re.M)),
-    ("hyperagent", re.compile(r"^HyperAgent_\S+ - [A-Z]+ - ", re.M)),
-    ("appworld", re.compile(r"^\*{10,} Task \d+/\d+ \(|^Response from Supervisor Agent\s*$", re.M)),
-    (
-        "magentic_one",
-        re.compile(r"^SCENARIO\.PY STARTING !#!#|^---------- (?:user|MagenticOneOrchestrator) -{10}$", re.M),
-    ),
-    ("openmanus", re.compile(r"\| app\.agent\.\w+:\w+:\d+ - |Manus's thoughts:", re.M)),
-)
-
-_MAS_FORMATS = {
-    "ChatDev": "chatdev",
-    "MetaGPT": "metagpt_json",
-    "AG2": "ag2",
-    "HyperAgent": "hyperagent",
-    "AppWorld": "appworld",
-    "Magentic-One": "magentic_one",
-    "OpenManus": "openmanus",
-}
 
 MAS_ALIASES = {
     "chatdev": "ChatDev",
@@ -91,21 +67,24 @@ def detect_format(text: str, *, filename: str = "", mas_name: str = "") -> str:
     if looks_json(stripped):
         return detect_json(stripped, filename=filename, mas_name=mas_name)
     best = ""
-    # the earliest marker wins; most files show theirs in the first lines, so look there first
+    text_formats = [f for f in formats() if f.kind == "text"]
+    # the earliest marker wins (registration order breaks ties); most files show theirs in the
+    # first lines, so look there first
     for limit in (4096, HEAD):
         best_pos = limit + 1
-        for fmt, pattern in TEXT_MARKERS:
-            m = pattern.search(head, 0, best_pos)
-            if m and m.start() < best_pos:
-                best, best_pos = fmt, m.start()
+        for fmt in text_formats:
+            for pattern in fmt.markers:
+                m = pattern.search(head, 0, best_pos)
+                if m and m.start() < best_pos:
+                    best, best_pos = fmt.name, m.start()
         if best:
-            break
-    if best:
-        return best
+            return best
     name = filename.lower()
-    if name.endswith("console_log.txt"):
-        return "magentic_one"
-    fmt = _MAS_FORMATS.get(normalise_mas_name(mas_name), "")
-    if fmt and fmt not in ("metagpt_json", "ag2"):
-        return fmt
+    for fmt in text_formats:
+        if fmt.filename_suffixes and name.endswith(fmt.filename_suffixes):
+            return fmt.name
+    mas = normalise_mas_name(mas_name)
+    for fmt in text_formats:
+        if mas and fmt.mas_name == mas:
+            return fmt.name
     return "plaintext"

@@ -34,6 +34,12 @@ def _classify(m: re.Match[str]) -> tuple[str, str]:
     return "", "log"
 
 
+# Lines only this format writes: format detection looks for them (traces.parsers.registry).
+MARKERS = (
+    re.compile(r"^HyperAgent_\S+ - [A-Z]+ - ", re.M),
+)
+
+
 def parse_hyperagent_text(text: str) -> ParsedTrace:
     steps = segment(text, HEADER, _classify, merge_kinds=frozenset({"log", "system"}))
     for st in steps:

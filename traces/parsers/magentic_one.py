@@ -22,6 +22,12 @@ def _classify(m: re.Match[str]) -> tuple[str, str]:
     return agent, ("tool_output" if agent in _TERMINALS else "message")
 
 
+# Lines only this format writes: format detection looks for them (traces.parsers.registry).
+MARKERS = (
+    re.compile(r"^SCENARIO\.PY STARTING !#!#|^---------- (?:user|MagenticOneOrchestrator) -{10}$", re.M),
+)
+
+
 def parse_magentic_one(text: str) -> ParsedTrace:
     steps = segment(text, HEADER, _classify)
     trace = ParsedTrace(format="magentic_one", raw_text=text, steps=steps, mas_name="Magentic-One")

@@ -36,6 +36,13 @@ def _classify_mmlu(m: re.Match[str]) -> tuple[str, str]:
     return (m.group(1), "message") if m.group(1) else (_NEW, "message")
 
 
+# Lines only this format writes: format detection looks for them (traces.parsers.registry).
+MARKERS = (
+    re.compile(r"^=== MetaGPT Agent Communication Log|^\[[\d: -]{19}\] (?:NEW MESSAGES:|FROM: )", re.M),
+    re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+ \| [A-Z]+ *\| \S+ - \w+\(\w+\): to do ", re.M),
+)
+
+
 def parse_metagpt_log(text: str, *, preamble: tuple[str, str] = ("", "log")) -> ParsedTrace:
     if MMLU.search(text, 0, 65536) and not LOGURU.search(text, 0, 65536):
         steps = segment(text, MMLU, _classify_mmlu, preamble=preamble)

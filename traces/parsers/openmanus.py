@@ -37,6 +37,12 @@ def _classify(m: re.Match[str]) -> tuple[str, str] | None:
     return None  # token usage, tool activation, warnings: part of the current step
 
 
+# Lines only this format writes: format detection looks for them (traces.parsers.registry).
+MARKERS = (
+    re.compile(r"\| app\.agent\.\w+:\w+:\d+ - |Manus's thoughts:", re.M),
+)
+
+
 def parse_openmanus(text: str) -> ParsedTrace:
     steps = segment(text, HEADER, _classify, merge_kinds=frozenset({"log", "system"}))
     for st in steps:

@@ -1,0 +1,48 @@
+"""The registry of trace formats: what ``parse_trace``, detection and the import form offer.
+
+A text format is one module with a ``parse_<name>(text) -> ParsedTrace`` function and the
+marker lines only it writes; ``traces/parsers/__init__.py`` registers it with one
+``format_register(...)`` line, in the order detection should prefer on a tie. JSON shapes are
+registered by name too (``kind="json"``); which JSON shape a file has is decided from its keys in
+``detect.detect_json`` and ``_parse_json``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from traces.parsers.base import ParsedTrace
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    name: str
+    kind: str = "text"  # "text" or "json"
+    parse: Callable[[str], ParsedTrace] | None = None  # text formats: the whole decoded file in, a trace out
+    # Line patterns that only this format writes; searched in the first 64 KB, the earliest match wins.
+    markers: tuple[re.Pattern[str], ...] = field(default_factory=tuple)
+    mas_name: str = ""  # the framework whose traces look like this (used when no marker is found)
+    filename_suffixes: tuple[str, ...] = ()  # e.g. Magentic-One's console_log.txt
+
+
+_FORMATS: dict[str, TraceFormat] = {}
+
+
+def format_register(fmt: TraceFormat) -> TraceFormat:
+    if fmt.kind not in ("text", "json"):
+        raise ValueError(f"format {fmt.name}: kind must be text or json")
+    if fmt.kind == "text" and fmt.parse is None:
+        raise ValueError(f"text format {fmt.name} needs a parse function")
+    _FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def formats() -> list[TraceFormat]:
+    return list(_FORMATS.values())
+
+
+def text_format(name: str) -> TraceFormat | None:
+    fmt = _FORMATS.get(name)
+    return fmt if fmt is not None and fmt.kind == "text" else None
