@@ -41,6 +41,12 @@ class ProductError(Exception):
         return body
 
 
+class RequestConflict(ProductError):
+    """The object is not in a state that allows the request (e.g. resuming a finished run)."""
+
+    status = 409
+
+
 class QueryParamError(ProductError):
     """A query parameter with a value the endpoint cannot use (never silently ignored)."""
 

@@ -20,11 +20,8 @@ from annotations.judge.serializers import (
     PromptOut,
 )
 from annotations.models import JudgeItem, JudgeRun
+from traces.api_errors import RequestConflict
 from traces.projects.permissions import ProjectScopedMixin
-
-
-def _errors(exc: ValidationError) -> dict:
-    return exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
 
 
 class _RunMixin(ProjectScopedMixin):
@@ -47,10 +44,7 @@ class JudgeRunListApi(ProjectScopedMixin, generics.ListAPIView):
     def post(self, request, slug):
         data = JudgeRunIn(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            run = judge_run_create(project=self.project, by=request.user, **data.validated_data)
-        except ValidationError as exc:
-            return Response(_errors(exc), status=status.HTTP_400_BAD_REQUEST)
+        run = judge_run_create(project=self.project, by=request.user, **data.validated_data)
         return Response(JudgeRunDetailOut(run).data, status=status.HTTP_201_CREATED)
 
 
@@ -74,8 +68,8 @@ class _RunActionApi(_RunMixin, APIView):
                 run = judge_run_cancel(run=run, by=request.user)
             else:
                 run = judge_run_resume(run=run, by=request.user)
-        except ValidationError as exc:
-            return Response(_errors(exc), status=status.HTTP_409_CONFLICT)
+        except ValidationError as exc:  # the run is not in a state that allows it
+            raise RequestConflict(" ".join(exc.messages)) from exc
         return Response(JudgeRunDetailOut(self.get_run()).data)
 
 
@@ -125,10 +119,7 @@ class PromptListApi(ProjectScopedMixin, generics.ListAPIView):
     def post(self, request, slug):
         data = PromptIn(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            prompt = prompt_template_save(
-                taxonomy_version=self.project.taxonomy_version, by=request.user, **data.validated_data
-            )
-        except ValidationError as exc:
-            return Response(_errors(exc), status=status.HTTP_400_BAD_REQUEST)
+        prompt = prompt_template_save(
+            taxonomy_version=self.project.taxonomy_version, by=request.user, **data.validated_data
+        )
         return Response(PromptOut(prompt).data, status=status.HTTP_201_CREATED)

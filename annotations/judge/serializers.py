@@ -6,9 +6,9 @@ from annotations.models import JudgeItem, JudgeRun, PromptTemplate
 
 
 class JudgeRunOut(serializers.ModelSerializer):
-    rater = serializers.CharField(source="rater.name", default=None, read_only=True)
-    prompt_version = serializers.IntegerField(source="prompt.number", default=None, read_only=True)
-    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    rater = serializers.CharField(source="rater.name", default=None, read_only=True, allow_null=True)
+    prompt_version = serializers.IntegerField(source="prompt.number", default=None, read_only=True, allow_null=True)
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True, allow_null=True)
     percent = serializers.IntegerField(read_only=True)
     state = serializers.CharField(read_only=True, help_text="queued, running, paused (cancelled), done or failed")
     remaining = serializers.IntegerField(source="n_remaining", read_only=True)
@@ -197,7 +197,7 @@ class JudgeQualityOut(serializers.Serializer):
 
 
 class PromptOut(serializers.ModelSerializer):
-    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True, allow_null=True)
     taxonomy_version = serializers.CharField(source="taxonomy_version.label", read_only=True)
 
     class Meta:

@@ -43,20 +43,17 @@ class ReleaseListApi(ProjectScopedMixin, generics.ListAPIView):
             version = TaxonomyVersion.objects.filter(pk=d["taxonomy_version"]).first()
             if version is None:
                 raise NotFound("No such taxonomy version.")
-        try:
-            release = release_create(
-                project=self.project,
-                by=request.user,
-                selection=d["selection"],
-                round=round_obj,
-                filters=d.get("filters") or {},
-                options=d.get("options"),
-                taxonomy_version=version,
-                title=d["title"],
-                notes=d["notes"],
-            )
-        except ValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        release = release_create(
+            project=self.project,
+            by=request.user,
+            selection=d["selection"],
+            round=round_obj,
+            filters=d.get("filters") or {},
+            options=d.get("options"),
+            taxonomy_version=version,
+            title=d["title"],
+            notes=d["notes"],
+        )
         release = release_get(project=self.project, number=release.number)
         return Response(ReleaseOut(release).data, status=status.HTTP_202_ACCEPTED)
 

@@ -124,7 +124,7 @@ def test_api_refuses_a_key_not_allowed_or_sent_elsewhere(as_manager, project, al
     resp = post_run_api(as_manager, project, base_url=url, model="m", api_key_env=name)
     assert resp.status_code == 400, resp.content
     body = resp.json()
-    assert list(body) == [field]
+    assert list(body["errors"]) == [field]
     text = resp.content.decode()
     if field == "api_key_env":
         assert "JUDGE_TEST_KEY" in text and "OPENAI_API_KEY" in text  # the allowed names

@@ -199,7 +199,7 @@ def test_api_bad_input_says_which_field(client, project, manager):
         {"provider": "openai", "base_url": "x"},
         content_type="application/json",
     )
-    assert resp.status_code == 400 and "base_url" in resp.json() and "model" in resp.json()
+    assert resp.status_code == 400 and "base_url" in resp.json()["errors"] and "model" in resp.json()["errors"]
 
 
 def test_api_items_list_is_paginated_with_constant_queries(
