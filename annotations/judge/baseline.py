@@ -22,7 +22,8 @@ from django.utils import timezone
 from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch, run_stop
 from annotations.judge.providers import baseline_model, provider_get
 from annotations.judge.selectors import trace_texts
-from annotations.judge.worker import annotation_upsert, rater_for
+from annotations.judge.worker import rater_for
+from annotations.labels.bulk import machine_annotation_upsert
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, Rater
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
@@ -176,7 +177,7 @@ def baseline_run_execute(
                     "cost": "0",
                     "in_training_set": item.trace_id in training,
                 }
-                ann_id = annotation_upsert(
+                ann_id = machine_annotation_upsert(
                     trace_id=item.trace_id,
                     rater_id=rater.pk,
                     version_id=version.pk,

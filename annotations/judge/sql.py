@@ -3,7 +3,8 @@
 Every trace of a judge run goes through the same handful of statements, in one Celery worker
 process with many threads. With the ORM, compiling them cost the worker more CPU than the
 database spent answering them, and the worker's CPU is what bounds a run's throughput
-(bench/bench_judge.py). Here they are written once; the rest of the judge keeps the ORM.
+(bench/bench_judge.py). Here they are written once (the generic INSERT/UPDATE and the annotation upsert live in
+``annotations.labels.bulk``, the one writer of non-human labels); the rest of the judge keeps the ORM.
 
 Row locks (``FOR UPDATE``, ``SKIP LOCKED``) are added where the database has them; SQLite has a
 single writer, so it needs none. Values are passed as parameters, adapted the way the ORM would.
@@ -16,24 +17,14 @@ from decimal import Decimal
 
 from django.db import connection
 
-from annotations.models import Annotation, JudgeCache, JudgeItem, JudgeRun, ModeLabel
+from annotations.labels.bulk import sql_fetchone as _fetchone
+from annotations.labels.bulk import sql_for_update as _for_update
+from annotations.labels.bulk import sql_insert as insert  # noqa: F401 (the judge's statements use judge_sql.insert)
+from annotations.labels.bulk import sql_update as update  # noqa: F401
+from annotations.models import JudgeCache, JudgeItem, JudgeRun
 from traces.models import Trace
 
 ITEM, RUN, TRACE, CACHE = (m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache))
-
-
-def _for_update(*, skip_locked: bool = False) -> str:
-    if not connection.features.has_select_for_update:
-        return ""
-    if skip_locked and connection.features.has_select_for_update_skip_locked:
-        return " FOR UPDATE SKIP LOCKED"
-    return " FOR UPDATE"
-
-
-def _fetchone(sql: str, params: list) -> tuple | None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()
 
 
 LOAD_ITEM = (
@@ -87,56 +78,3 @@ def cached_answer(key: str) -> str | None:
     """The raw answer cached under this key, or None."""
     row = _fetchone(f"SELECT raw_answer FROM {CACHE} WHERE key = %s", [key])  # noqa: S608
     return None if row is None else row[0]
-
-
-def insert(model, rows: list[dict], *, ignore_conflicts: bool = False, returning_id: bool = False) -> list[int]:
-    """INSERT rows (dicts of field attname -> value, all with the same keys) in one statement.
-
-    Each value is adapted by its field as the ORM would (JSON, dates, decimals); what the ORM
-    adds on top (model instances, signals, auto_now) is the caller's business: these tables have
-    none that matter here. Returns the new ids with ``returning_id``."""
-    if not rows:
-        return []
-    fields = [model._meta.get_field(name) for name in rows[0]]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES {', '.join([one] * len(rows))}"  # noqa: S608
-    if ignore_conflicts:
-        sql += " ON CONFLICT DO NOTHING"
-    if returning_id:
-        sql += " RETURNING id"
-    params = [f.get_db_prep_save(row[f.attname], connection) for row in rows for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [r[0] for r in cursor.fetchall()] if returning_id else []
-
-
-def update(model, pk: int, values: dict, *, increments: dict | None = None) -> int:
-    """UPDATE one row: ``values`` (attname -> value) and ``increments`` (attname -> amount added to
-    the column, e.g. a run's counters), each adapted by its field. Returns the rows changed (0 or 1)."""
-    fields = [model._meta.get_field(name) for name in values]
-    sets = [f"{connection.ops.quote_name(f.column)} = %s" for f in fields]
-    params = [f.get_db_prep_save(values[f.attname], connection) for f in fields]
-    for name, amount in (increments or {}).items():
-        field = model._meta.get_field(name)
-        column = connection.ops.quote_name(field.column)
-        sets.append(f"{column} = {column} + %s")
-        params.append(field.get_db_prep_save(amount, connection))
-    sql = f"UPDATE {model._meta.db_table} SET {', '.join(sets)} WHERE id = %s"  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, pk])
-        return cursor.rowcount
-
-
-def lock_judge_annotation(*, trace_id: int, rater_id: int, version_id: int) -> tuple[int, int] | None:
-    """(id, revision) of the rater's annotation of the trace outside rounds, locked; None if none."""
-    sql = (
-        f"SELECT id, revision FROM {Annotation._meta.db_table}"  # noqa: S608 - table names from the models
-        f" WHERE trace_id = %s AND rater_id = %s AND taxonomy_version_id = %s AND round_id IS NULL{_for_update()}"
-    )
-    return _fetchone(sql, [trace_id, rater_id, version_id])
-
-
-def delete_labels(annotation_id: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {ModeLabel._meta.db_table} WHERE annotation_id = %s", [annotation_id])  # noqa: S608

@@ -38,7 +38,8 @@ from annotations.judge import sql as judge_sql
 from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.selectors import trace_steps
-from annotations.models import Annotation, JudgeCache, JudgeItem, JudgeRun, ModeLabel, Rater
+from annotations.labels.bulk import machine_annotation_upsert
+from annotations.models import JudgeCache, JudgeItem, JudgeRun, Rater
 from taxonomy.models import FailureMode
 from taxonomy.selectors import version_modes
 
@@ -394,64 +395,6 @@ def _hand_on(
     return claimed
 
 
-def annotation_upsert(
-    *,
-    trace_id: int,
-    rater_id: int,
-    version_id: int,
-    task_success: str,
-    source: dict,
-    labels: list[tuple[int, str, list, str, float | None]],
-) -> int:
-    """One submitted annotation of a non-human rater per trace (round=None): a later run replaces
-    the labels. Returns the annotation's id. Plain SQL (sql.py): it runs once per trace."""
-    now = timezone.now()
-    found = judge_sql.lock_judge_annotation(trace_id=trace_id, rater_id=rater_id, version_id=version_id)
-    state: str = Annotation.State.SUBMITTED
-    if found is None:
-        row = {
-            "trace_id": trace_id,
-            "rater_id": rater_id,
-            "taxonomy_version_id": version_id,
-            "round_id": None,
-            "state": state,
-            "task_success": task_success,
-            "notes": "",
-            "revision": 1,
-            "source": source,
-            "created_at": now,
-            "updated_at": now,
-            "submitted_at": now,
-        }
-        (ann_id,) = judge_sql.insert(Annotation, [row], returning_id=True)
-    else:
-        ann_id = found[0]
-        judge_sql.delete_labels(ann_id)
-        values = {
-            "task_success": task_success,
-            "source": source,
-            "state": state,
-            "submitted_at": now,
-            "updated_at": now,
-        }
-        judge_sql.update(Annotation, ann_id, values, increments={"revision": 1})
-    judge_sql.insert(
-        ModeLabel,
-        [
-            {
-                "annotation_id": ann_id,
-                "mode_id": mode_id,
-                "decision": decision,
-                "evidence": evidence,
-                "rationale": rationale,
-                "confidence": confidence,
-            }
-            for mode_id, decision, evidence, rationale, confidence in labels
-        ],
-    )
-    return ann_id
-
-
 def _write_result(
     item: JudgeItem,
     run: JudgeRun,
@@ -496,7 +439,7 @@ def _write_result(
             )
             for m in answer.modes
         ]
-        ann_id = annotation_upsert(
+        ann_id = machine_annotation_upsert(
             trace_id=item.trace_id,
             rater_id=run.rater_id,
             version_id=run.taxonomy_version_id,

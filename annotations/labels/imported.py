@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
-
-from annotations.models import Annotation, ModeLabel, Rater
+from annotations.labels.bulk import LabelSet, labels_bulk_write
+from annotations.models import ModeLabel, Rater
 from taxonomy.models import FailureMode
 from taxonomy.services import taxonomy_seed_mast
 
@@ -54,31 +53,14 @@ class MastDataJudgeHook:
         version = batch.project.taxonomy_version or taxonomy_seed_mast()
         modes = dict(FailureMode.objects.filter(version=version).values_list("code", "id"))
         rater = mast_data_rater()
-        now = timezone.now()
-        annotations = []
+        entries = []
         for trace_id, labels, source in pending:
             unmapped = sorted(code for code in labels if code not in modes)
             if unmapped:
                 source = {**source, "unmapped": {code: labels[code] for code in unmapped}}
-            annotations.append(
-                Annotation(
-                    trace_id=trace_id,
-                    rater=rater,
-                    taxonomy_version=version,
-                    state=Annotation.State.SUBMITTED,
-                    submitted_at=now,
-                    source=source,
-                )
-            )
-        Annotation.objects.bulk_create(annotations, batch_size=1000)
-        rows = [
-            ModeLabel(
-                annotation_id=annotation.pk,
-                mode_id=modes[code],
-                decision=ModeLabel.Decision.PRESENT if value else ModeLabel.Decision.ABSENT,
-            )
-            for annotation, (_trace_id, labels, _source) in zip(annotations, pending, strict=True)
-            for code, value in labels.items()
-            if value is not None and code in modes
-        ]
-        ModeLabel.objects.bulk_create(rows, batch_size=5000)
+            decisions = {
+                code: None if value is None else (ModeLabel.Decision.PRESENT if value else ModeLabel.Decision.ABSENT)
+                for code, value in labels.items()
+            }
+            entries.append(LabelSet(trace_id=trace_id, rater=rater, labels=decisions, source=source))
+        labels_bulk_write(entries=entries, version=version, mode_ids=modes)

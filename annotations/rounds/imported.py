@@ -37,7 +37,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from annotations.models import Adjudication, Annotation, ModeLabel, Rater, Round, RoundAnnotator, RoundTrace
+from annotations.labels.bulk import LabelSet, labels_bulk_write
+from annotations.models import Adjudication, ModeLabel, Rater, Round, RoundAnnotator, RoundTrace
 from taxonomy.models import FailureMode, Taxonomy, TaxonomyVersion
 from taxonomy.services import version_import
 from traces.models import Membership, Project, Trace
@@ -246,32 +247,17 @@ def rounds_build(*, project: Project, records: list[RoundRecord], by=None) -> li
             RoundTrace(round=rnd, trace_id=rec.trace_id, order=start + i) for i, rec in enumerate(new)
         )
         mode_ids = dict(FailureMode.objects.filter(version=version).values_list("code", "id"))
-        now = timezone.now()
-        pending: list[tuple[Annotation, dict[str, str | None]]] = []
-        for rec in new:
-            for key, (_user, rater) in people.items():
-                given = rec.labels.get(key, {})
-                ann = Annotation(
-                    trace_id=rec.trace_id,
-                    rater=rater,
-                    taxonomy_version=version,
-                    round=rnd,
-                    state=Annotation.State.SUBMITTED,
-                    revision=1,
-                    submitted_at=now,
-                    source={"import": SOURCE, "file": rec.source_file, "record": rec.record_number, "annotator": key},
-                )
-                pending.append((ann, given))
-        Annotation.objects.bulk_create([a for a, _ in pending], batch_size=1000)
-        ModeLabel.objects.bulk_create(
-            [
-                ModeLabel(annotation=a, mode_id=mode_ids[code], decision=decision)
-                for a, given in pending
-                for code, decision in given.items()
-                if decision is not None
-            ],
-            batch_size=5000,
-        )
+        entries = [
+            LabelSet(
+                trace_id=rec.trace_id,
+                rater=rater,
+                labels=rec.labels.get(key, {}),
+                source={"import": SOURCE, "file": rec.source_file, "record": rec.record_number, "annotator": key},
+            )
+            for rec in new
+            for key, (_user, rater) in people.items()
+        ]
+        labels_bulk_write(entries=entries, version=version, mode_ids=mode_ids, round=rnd)
         adjudications = []
         for rec in new:
             for code, _, _ in rec.modes:

@@ -31,6 +31,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from annotations.labels.bulk import LabelSet, labels_bulk_write
 from annotations.labels.services import rater_for_user
 from annotations.models import (
     Adjudication,
@@ -442,31 +443,11 @@ def round_labels_import(
             if decision not in ModeLabel.Decision.values:
                 raise ValidationError(f"Trace {trace_id}, mode {code}: unknown decision {decision!r}.")
     Annotation.objects.filter(round=round, rater=rater, trace_id__in=list(labels)).delete()
-    now = timezone.now()
-    state = Annotation.State.SUBMITTED if submitted else Annotation.State.DRAFT
-    annotations = Annotation.objects.bulk_create(
-        [
-            Annotation(
-                trace_id=t,
-                rater=rater,
-                taxonomy_version_id=round.taxonomy_version_id,
-                round=round,
-                state=state,
-                revision=1,
-                source=source or {},
-                submitted_at=now if submitted else None,
-            )
-            for t in labels
-        ],
-        batch_size=2000,
+    entries = [LabelSet(trace_id=t, rater=rater, labels=m, source=source or {}) for t, m in labels.items()]
+    _, written = labels_bulk_write(
+        entries=entries, version=round.taxonomy_version, mode_ids=codes, round=round, submitted=submitted
     )
-    rows = [
-        ModeLabel(annotation=a, mode_id=codes[code], decision=decision)
-        for a in annotations
-        for code, decision in labels[a.trace_id].items()
-    ]
-    ModeLabel.objects.bulk_create(rows, batch_size=10000)
-    return len(rows)
+    return written
 
 
 # --------------------------------------------------------------------------------------
