@@ -211,7 +211,7 @@ def main() -> int:
         # A key press to a stored label: "x" on the current mode, until the status says saved.
         t = time.perf_counter()
         page.keyboard.press("x")
-        page.wait_for_function("document.getElementById('ws-status').dataset.state === 'saved'")
+        page.wait_for_function("() => document.getElementById('ws-status').dataset.state === 'saved'")
         save_ms = (time.perf_counter() - t) * 1000
         browser.close()
     live.terminate()

@@ -8,6 +8,7 @@ filesystem transport (var/broker/). Tests, CI and docker-compose use PostgreSQL 
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("MAST_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "taxonomy",
     "traces",
     "annotations",
@@ -50,6 +52,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "mast_site.health.HealthCheckMiddleware",
+    # Before everything that may answer early (HTTPS redirect, static files, 400s): every response gets it.
+    "csp.middleware.CSPMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -139,6 +143,28 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Content-Security-Policy (django-csp) ---
+# Scripts come from our own origin only: no inline <script>, no on*= attributes, no eval (htmx runs
+# with allowEval off, see base.html), so markup smuggled into trace content could not run even if
+# escaping ever failed. Pages hand data to their modules through data-* attributes and json_script.
+# Styles keep 'unsafe-inline': templates set data-driven style= attributes (progress widths,
+# heat-map and agent colours) that no nonce or hash can cover, and the Swagger/Redoc bundles inject
+# <style> elements. Inline CSS runs no code, and with default-src and img-src limited to this origin
+# it cannot send what it matches to another host. The API docs pages widen this for themselves
+# only, in mast_site/urls.py.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 # --- REST API ---
 REST_FRAMEWORK = {

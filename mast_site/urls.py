@@ -1,7 +1,9 @@
+from csp.constants import SELF
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from traces.projects.login import ThrottledLoginView
 
@@ -10,8 +12,15 @@ api_patterns = [
     path("", include("traces.api_urls")),
     path("", include("annotations.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    # The split view serves Swagger UI's start-up script as a file (?script), not inline: the CSP allows it.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
+    # Redoc runs its search in a worker made from a blob: URL: this page alone may start one. Its calls
+    # home (Google Fonts, a logo on cdn.redoc.ly) stay refused: the docs are served offline.
+    path(
+        "redoc/",
+        csp_update({"worker-src": [SELF, "blob:"]})(SpectacularRedocView.as_view(url_name="schema")),
+        name="api-redoc",
+    ),
 ]
 
 urlpatterns = [

@@ -173,7 +173,8 @@ def test_no_page_shows_another_raters_words(client, world, project, annotator):
             else:
                 filled[key] = world[value].pk
         urls.append(reverse(name, kwargs=filled))
-    urls.append(reverse("annotations:workspace", args=[project.slug, world["blind"].pk]) + f"?round={world['round'].pk}")
+    workspace = reverse("annotations:workspace", args=[project.slug, world["blind"].pk])
+    urls.append(f"{workspace}?round={world['round'].pk}")
     urls.append(reverse("trace_list", args=[project.slug]) + "?labelled=yes")
     urls.append(reverse("annotations:dashboard", args=[project.slug]) + "?format=csv")
     for f in world["release"].files.all():

@@ -44,6 +44,7 @@ from annotations.labels.services import (
     annotation_upsert,
 )
 from annotations.models import AnnotationEvent
+from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
 from traces.projects.selectors import project_get_for_user
 from traces.viewer.selectors import trace_get
@@ -79,7 +80,7 @@ class _MyAnnotationMixin(ProjectScopedMixin):
         raw = request.query_params.get("round", "")
         if raw:
             if not raw.isdigit():
-                raise Http404("No such round.")
+                raise QueryParamError("round", f"must be a round id, not {raw[:40]!r}")
             round = round_for_annotator(user=request.user, project=self.project, round_id=int(raw))
             if round is None:
                 raise Http404("No such round among yours in this project.")

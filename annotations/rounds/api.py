@@ -8,7 +8,6 @@ report and disagreements; labels shown anywhere pass through ``annotations_visib
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -52,12 +51,9 @@ from annotations.rounds.services import (
     round_transition,
 )
 from taxonomy.models import TaxonomyVersion
+from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
 from traces.projects.selectors import project_get_for_user
-
-
-def _bad(exc: ValidationError) -> Response:
-    return Response({"detail": " ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
 
 
 class RoundScopedMixin:
@@ -95,22 +91,19 @@ class RoundListApi(ProjectScopedMixin, generics.ListAPIView):
         version = TaxonomyVersion.objects.filter(pk=d["taxonomy_version"]).first()
         if version is None:
             return Response({"detail": f"No taxonomy version {d['taxonomy_version']}."}, status=400)
-        try:
-            rnd = round_create(
-                project=self.project,
-                name=d["name"],
-                taxonomy_version=version,
-                annotators=annotator_users(project=self.project, usernames=d["annotators"]),
-                method=d["method"],
-                n=d["n"],
-                seed=d["seed"],
-                stratify_by=d["stratify_by"],
-                trace_ids=d["trace_ids"],
-                reveal_in_review=d["reveal_in_review"],
-                by=request.user,
-            )
-        except ValidationError as exc:
-            return _bad(exc)
+        rnd = round_create(
+            project=self.project,
+            name=d["name"],
+            taxonomy_version=version,
+            annotators=annotator_users(project=self.project, usernames=d["annotators"]),
+            method=d["method"],
+            n=d["n"],
+            seed=d["seed"],
+            stratify_by=d["stratify_by"],
+            trace_ids=d["trace_ids"],
+            reveal_in_review=d["reveal_in_review"],
+            by=request.user,
+        )
         out = round_list_for_project(project=self.project).select_related("project").get(pk=rnd.pk)
         return Response(RoundOut(out).data, status=status.HTTP_201_CREATED)
 
@@ -124,10 +117,7 @@ class RoundSamplePreviewApi(ProjectScopedMixin, APIView):
     def post(self, request: Request, slug: str) -> Response:
         data = RoundSampleIn(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            preview = round_sample_preview(project=self.project, **data.validated_data)
-        except ValidationError as exc:
-            return _bad(exc)
+        preview = round_sample_preview(project=self.project, **data.validated_data)
         return Response(
             {
                 "n": preview.n,
@@ -162,10 +152,7 @@ class RoundTransitionApi(RoundScopedMixin, APIView):
     def post(self, request: Request, pk: int) -> Response:
         data = RoundTransitionIn(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            round_transition(round=self.round, by=request.user, **data.validated_data)
-        except ValidationError as exc:
-            return _bad(exc)
+        round_transition(round=self.round, by=request.user, **data.validated_data)
         out = round_list_for_project(project=self.project).select_related("project").get(pk=self.round.pk)
         return Response(RoundOut(out).data)
 
@@ -214,12 +201,14 @@ class DisagreementListApi(RoundScopedMixin, generics.ListAPIView):
 
     def get_queryset(self):
         round_require_report_access(user=self.request.user, round=self.round)
-        status_ = self.request.query_params.get("status", "all")
+        status_ = self.request.query_params.get("status") or "all"
+        if status_ not in ("all", "open", "decided"):
+            raise QueryParamError("status", f"must be all, open or decided, not {status_[:40]!r}")
         return round_disagreements(
             round=self.round,
             user=self.request.user,
             mode_code=self.request.query_params.get("mode") or None,
-            status=status_ if status_ in ("all", "open", "decided") else "all",
+            status=status_,
         )
 
 
@@ -238,17 +227,14 @@ class AdjudicationListApi(RoundScopedMixin, generics.ListAPIView):
         data = RoundAdjudicationIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        try:
-            adj = adjudication_record(
-                round=self.round,
-                trace=d["trace_id"],
-                mode=d["mode"],
-                decision=d["decision"],
-                note=d["note"],
-                by=request.user,
-            )
-        except ValidationError as exc:
-            return _bad(exc)
+        adj = adjudication_record(
+            round=self.round,
+            trace=d["trace_id"],
+            mode=d["mode"],
+            decision=d["decision"],
+            note=d["note"],
+            by=request.user,
+        )
         return Response(RoundAdjudicationOut(round_adjudications(round=self.round).get(pk=adj.pk)).data)
 
 
@@ -271,12 +257,9 @@ class CommentListApi(RoundScopedMixin, generics.ListAPIView):
         data = RoundCommentIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
-        try:
-            c = disagreement_comment_add(
-                round=self.round, trace=d["trace_id"], mode=d["mode"], body=d["body"], by=request.user
-            )
-        except ValidationError as exc:
-            return _bad(exc)
+        c = disagreement_comment_add(
+            round=self.round, trace=d["trace_id"], mode=d["mode"], body=d["body"], by=request.user
+        )
         return Response(RoundCommentOut(c).data, status=status.HTTP_201_CREATED)
 
 
@@ -295,11 +278,8 @@ class AgreementApi(RoundScopedMixin, APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         round_require_report_access(user=request.user, round=self.round)
-        try:
-            extra = rater_set_parse(request.query_params.get("raters", "humans"))
-            report = agreement_report_get(round=self.round, extra_rater_ids=extra)
-        except ValidationError as exc:
-            return _bad(exc)
+        extra = rater_set_parse(request.query_params.get("raters", "humans"))
+        report = agreement_report_get(round=self.round, extra_rater_ids=extra)
         return Response(agreement_report_json(report=report))
 
 
@@ -315,6 +295,10 @@ class AgreedLabelListApi(ProjectScopedMixin, generics.ListAPIView):
     def get_queryset(self):
         version = None
         raw = self.request.query_params.get("taxonomy_version", "")
-        if raw.isdigit():
+        if raw:
+            if not raw.isdigit():
+                raise QueryParamError("taxonomy_version", f"must be a taxonomy version id, not {raw[:40]!r}")
             version = TaxonomyVersion.objects.filter(pk=int(raw)).first()
+            if version is None:
+                raise QueryParamError("taxonomy_version", f"no taxonomy version has id {raw}")
         return agreed_labels(project=self.project, taxonomy_version=version)

@@ -7,7 +7,8 @@ function svgToPng(svg, name) {
   clone.setAttribute("width", String(width));
   clone.setAttribute("height", String(height));
   const data = new XMLSerializer().serializeToString(clone);
-  const url = URL.createObjectURL(new Blob([data], { type: "image/svg+xml;charset=utf-8" }));
+  // A data: URL, not a blob: one: the Content-Security-Policy's img-src allows 'self' and data: only.
+  const url = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(data)}`;
   const img = new Image();
   img.onload = () => {
     const scale = 2;
@@ -19,7 +20,6 @@ function svgToPng(svg, name) {
     ctx.fillRect(0, 0, canvas.width, canvas.height);
     ctx.scale(scale, scale);
     ctx.drawImage(img, 0, 0, width, height);
-    URL.revokeObjectURL(url);
     canvas.toBlob((blob) => {
       const link = document.createElement("a");
       link.href = URL.createObjectURL(blob);

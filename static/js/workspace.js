@@ -1,17 +1,14 @@
 /**
  * workspace.js: the labelling screen (ES module). Keyboard first, autosave, offline-safe.
  *
- * State lives here; the server holds the truth. Every change:
- *   1. is written at once to localStorage (key cfg.storageKey = user:trace:round:version), with the
- *      revision it is based on, so nothing typed is lost if the tab dies or the network drops;
- *   2. is PUT to the API ~400 ms later with that base revision (the whole state each time).
- * 200: saved (local copy dropped once nothing newer is pending). 409: someone/somewhere else saved
- * first: we show it and let the person choose; we never overwrite silently. Network error or 5xx:
- * "Offline — changes kept locally", retried with backoff and on the `online` event.
+ * The labels being edited live here, with their rendering and the keys; every change goes through
+ * changed(), which hands it to the save protocol in workspace-save.js (local draft, revisions, 409
+ * conflicts, retries). A conflict is shown here and the person chooses; nothing is overwritten silently.
  *
  * Trace content is never put into the page with innerHTML: text only.
  */
 import { mountViewer } from "./trace-viewer.js";
+import { createSaver } from "./workspace-save.js";
 
 const cfg = JSON.parse(document.getElementById("ws-config").textContent);
 const root = document.getElementById("ws");
@@ -34,22 +31,13 @@ const csrf = (() => {
   }
 })();
 const DECISION_COLORS = { present: "#c0392b", unsure: "#b9770e", absent: "#7b8594" };
-const SAVE_DELAY = 400;
 
 // ------------------------------------------------------------ state
 
-let revision = cfg.snapshot.revision;
-let annState = cfg.snapshot.state;
 let content = fromSnapshot(cfg.snapshot);
 let current = 0;
 let linePick = null; // lines selected in the trace: {lines: [a, b], step}; else "e" attaches the current step
-let conflict = null;
 let dismissed = new Set(); // "rater|code" suggestions the person rejected
-let saveTimer = null;
-let inFlight = null;
-let again = false;
-let retryDelay = 1000;
-let retryTimer = null;
 const locked = Boolean(cfg.locked);
 
 function fromSnapshot(s) {
@@ -262,8 +250,8 @@ function render() {
   renderTraceLevel();
   const decided = CODES.filter((c) => ["present", "absent"].includes((content.labels[c] || {}).decision)).length;
   progressEl.textContent = `${decided} of ${CODES.length} modes decided`;
-  stateBadge.textContent = annState === "submitted" ? "Submitted" : "Draft";
-  stateBadge.className = `badge ws-state-badge ${annState === "submitted" ? "badge-ok" : ""}`;
+  stateBadge.textContent = saver.state === "submitted" ? "Submitted" : "Draft";
+  stateBadge.className = `badge ws-state-badge ${saver.state === "submitted" ? "badge-ok" : ""}`;
   updateMarks();
   renderAttach();
 }
@@ -302,124 +290,37 @@ function hideBanner() {
 
 // ------------------------------------------------------------ saving
 
-function storeLocal() {
-  try {
-    localStorage.setItem(cfg.storageKey, JSON.stringify({ base: revision, payload: payload(), at: Date.now() }));
-  } catch (_) {
-    /* storage full or disabled: the server copy still works */
-  }
-}
-
-function dropLocal() {
-  try {
-    localStorage.removeItem(cfg.storageKey);
-  } catch (_) {
-    /* ignore */
-  }
-}
+const saver = createSaver({
+  apiUrl: cfg.apiUrl,
+  submitUrl: cfg.submitUrl,
+  storageKey: cfg.storageKey,
+  csrf,
+  revision: cfg.snapshot.revision,
+  state: cfg.snapshot.state,
+  locked,
+  payload,
+  onStatus: setStatus,
+  onSaved: render,
+  onConflict: showConflict,
+  onProblem: (message) => showBanner(message, [], "danger"),
+});
 
 function changed() {
   if (locked) return;
-  storeLocal();
+  saver.changed();
   render();
-  if (conflict) return;
-  setStatus("saving");
-  clearTimeout(saveTimer);
-  saveTimer = setTimeout(() => {
-    saveTimer = null;
-    flush();
-  }, SAVE_DELAY);
 }
 
-function scheduleRetry() {
-  clearTimeout(retryTimer);
-  retryTimer = setTimeout(() => flush(), retryDelay);
-  retryDelay = Math.min(retryDelay * 2, 30000);
-}
-
-async function flush() {
-  if (conflict || locked) return;
-  if (inFlight) {
-    again = true;
-    return inFlight;
-  }
-  clearTimeout(retryTimer);
-  const body = payload();
-  const sent = JSON.stringify(body);
-  let offline = false;
-  setStatus("saving");
-  inFlight = (async () => {
-    try {
-      const r = await fetch(cfg.apiUrl, {
-        method: "PUT",
-        credentials: "same-origin",
-        headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
-        body: JSON.stringify({ revision, ...body }),
-      });
-      if (r.status >= 500) throw new Error(`server error ${r.status}`);
-      const data = await r.json().catch(() => ({ detail: r.statusText }));
-      if (r.ok) {
-        revision = data.revision;
-        annState = data.state;
-        cfg.annotationId = data.id;
-        retryDelay = 1000;
-        if (JSON.stringify(payload()) === sent) {
-          dropLocal();
-          setStatus("saved");
-        } else {
-          storeLocal();
-          again = true;
-        }
-        render();
-      } else if (r.status === 409) {
-        onConflict(data);
-      } else {
-        setStatus("error", `Not saved: ${data.detail || r.status}`);
-        showBanner(`Not saved: ${data.detail || r.statusText}. Your change is kept in this browser.`, [], "danger");
-      }
-    } catch (_) {
-      offline = true;
-      setStatus("offline");
-      scheduleRetry();
-    }
-  })();
-  await inFlight;
-  inFlight = null;
-  if (again && !offline) {
-    again = false;
-    return flush();
-  }
-  again = false;
-  return null;
-}
-
-async function flushNow() {
-  if (saveTimer) {
-    clearTimeout(saveTimer);
-    saveTimer = null;
-    await flush();
-  }
-  while (inFlight) await inFlight;
-}
-
-function onConflict(data) {
-  conflict = data.current;
-  setStatus("conflict");
-  const when = `revision ${conflict.revision}`;
+function showConflict(saved) {
   showBanner(
-    `Conflict: this annotation was saved elsewhere (${when}) after the version you were editing. ` +
+    `Conflict: this annotation was saved elsewhere (revision ${saved.revision}) after the version you were editing. ` +
       "Nothing was overwritten. Load the saved version, or keep yours and replace it.",
     [
       [
         "Load saved version",
         () => {
-          content = fromSnapshot(conflict);
-          revision = conflict.revision;
-          annState = conflict.state;
-          conflict = null;
-          dropLocal();
+          content = fromSnapshot(saver.loadSaved());
           hideBanner();
-          setStatus("saved");
           render();
         },
         true,
@@ -427,21 +328,13 @@ function onConflict(data) {
       [
         "Keep mine",
         () => {
-          revision = conflict.revision;
-          conflict = null;
           hideBanner();
-          storeLocal();
-          flush();
+          saver.keepMine();
         },
       ],
     ],
   );
 }
-
-window.addEventListener("online", () => {
-  retryDelay = 1000;
-  flush();
-});
 
 // ------------------------------------------------------------ actions
 
@@ -533,35 +426,12 @@ async function submitAndNext() {
     );
     return;
   }
-  await flushNow();
-  if (conflict) return;
-  if (statusEl.dataset.state !== "saved" && statusEl.dataset.state !== "idle") {
+  const outcome = await saver.submit();
+  if (outcome === "unsaved") {
     showBanner("Your last changes are not saved yet (see the status above); submit again once they are.", [], "danger");
-    return;
-  }
-  setStatus("saving", "Submitting…");
-  try {
-    const r = await fetch(cfg.submitUrl, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify({ revision }),
-    });
-    const data = await r.json().catch(() => ({ detail: r.statusText }));
-    if (r.ok) {
-      revision = data.revision;
-      annState = data.state;
-      setStatus("saved", "Submitted ✓");
-      render();
-      window.location.assign(cfg.nextUrl);
-    } else if (r.status === 409) {
-      onConflict(data);
-    } else {
-      setStatus("error", "Not submitted");
-      showBanner(`Not submitted: ${data.detail}`, [], "danger");
-    }
-  } catch (_) {
-    setStatus("offline", "Offline — submit again when the connection is back");
+  } else if (outcome === "submitted") {
+    render();
+    window.location.assign(cfg.nextUrl);
   }
 }
 
@@ -684,30 +554,15 @@ document.addEventListener("keydown", (e) => {
 
 (function start() {
   if (locked) {
-    setStatus("locked");
     for (const b of root.querySelectorAll(".ws-panel button, .ws-panel textarea, .ws-panel input")) b.disabled = true;
-  } else if (revision > 0) setStatus("saved");
-  let local = null;
-  try {
-    local = JSON.parse(localStorage.getItem(cfg.storageKey) || "null");
-  } catch (_) {
-    local = null;
   }
   render();
   moveTo(0, { scroll: false });
-  if (local && local.payload && !locked) {
-    const unsent = JSON.stringify(local.payload) !== JSON.stringify(payload());
-    if (unsent) {
-      // Changes typed here that never reached the server (offline, tab closed): send them now,
-      // based on the revision they were made on; a 409 shows up as a conflict, never silently.
-      content = fromSnapshot({ ...local.payload, labels: local.payload.labels });
-      revision = local.base;
-      render();
-      setStatus("saving", "Sending changes kept offline…");
-      flush();
-    } else {
-      dropLocal();
-    }
+  const draft = saver.takeDraft();
+  if (draft) {
+    content = fromSnapshot(draft);
+    render();
+    saver.flush();
   }
   root.dataset.ready = "1";
   try {

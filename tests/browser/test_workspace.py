@@ -28,7 +28,7 @@ DECISIONS = {  # 14 modes in screen order: y = present, x = absent
 
 
 def wait_saved(page):
-    page.wait_for_function("document.getElementById('ws-status').dataset.state === 'saved'", timeout=10000)
+    page.wait_for_function("() => document.getElementById('ws-status').dataset.state === 'saved'", timeout=10000)
 
 
 def open_workspace(page, live_server, trace):

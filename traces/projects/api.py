@@ -1,7 +1,6 @@
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, status
+from rest_framework import generics
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
@@ -42,8 +41,5 @@ class MemberListApi(ProjectScopedMixin, generics.ListAPIView):
         user = get_user_model().objects.filter(username=data.validated_data["username"]).first()
         if user is None:
             raise NotFound("No user with this username.")
-        try:
-            membership = membership_set(project=self.project, user=user, role=data.validated_data["role"])
-        except ValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        membership = membership_set(project=self.project, user=user, role=data.validated_data["role"])
         return Response(MemberOut(membership).data)

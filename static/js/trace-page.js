@@ -1,0 +1,5 @@
+// The trace page: the viewer owns the whole page, so it takes the keys (j/k, /, n/N) and the URL hash.
+import { mountViewer } from "./trace-viewer.js";
+
+const root = document.querySelector(".trace-viewer");
+if (root) mountViewer(root, { keyboard: true, hitKeys: true, useHash: true });
