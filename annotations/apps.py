@@ -13,15 +13,18 @@ class AnnotationsConfig(AppConfig):
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.labels.trace_state import labelling_annotations
         from annotations.releases import tasks as release_tasks  # noqa: F401
+        from annotations.releases.services import RELEASE_JOBS
         from annotations.rounds.imported import MastHumanRoundsHook
         from annotations.rounds.taxonomy_users import version_used_by_managed_round
         from taxonomy.access import version_user_register
         from traces.importing.hooks import register_import_hook
+        from traces.jobs import job_kind_register
         from traces.projects.tabs import project_tab_register
         from traces.viewer.label_state import trace_label_state_register
 
         # Labels that come with imported records (MAST-Data's mast_annotation) are stored by hooks.
         register_import_hook(MastDataJudgeHook())
+        job_kind_register(RELEASE_JOBS)  # the sweep recovers release builds whose worker died (traces/jobs.py)
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
         trace_label_state_register(labelling_annotations)  # the trace list's "labelled"
         version_user_register(name="annotations.round", fn=version_used_by_managed_round)

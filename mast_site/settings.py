@@ -226,6 +226,16 @@ if not CELERY_BROKER_URL:
         "store_processed": False,
         "control_folder": str(_broker_dir / "control"),
     }
+else:
+    # How long a message taken by a worker that then died waits in Redis' unacked set before it is
+    # delivered again (kombu's default is an hour). Recovery no longer waits for it: the liveness
+    # lock and the sweeps (traces/jobs.py, judge leases) re-queue a dead worker's imports, releases
+    # and judge items within seconds, and the lock makes a redelivered import or release exit at
+    # once. So this only has to outlast the longest task no lock guards, a judge item (5 attempts
+    # of up to 120 s plus backoff, about 12 minutes), which a second delivery would ask twice.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=15 * 60),
+    }
 CELERY_RESULT_BACKEND = None  # job state lives in our own tables, not in Celery results
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
@@ -233,12 +243,20 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = False  # opted into per task, only where the task is idempotent
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Import and release jobs whose worker died (traces/jobs.py): attempts before a job is failed,
+# how often the sweep runs while jobs run, when a queued job's message is sent again.
+MAST_JOB_MAX_ATTEMPTS = env.int("MAST_JOB_MAX_ATTEMPTS", default=3)
+MAST_JOB_SWEEP_SECONDS = env.float("MAST_JOB_SWEEP_SECONDS", default=10.0)
+MAST_JOB_QUEUED_RESEND_SECONDS = env.float("MAST_JOB_QUEUED_RESEND_SECONDS", default=300.0)
 
 # --- Import limits (bytes); an import over a limit is refused whole ---
 MAST_IMPORT_MAX_FILE_BYTES = env.int("MAST_IMPORT_MAX_FILE_BYTES", default=512 * 1024**2)
 MAST_IMPORT_MAX_TOTAL_BYTES = env.int("MAST_IMPORT_MAX_TOTAL_BYTES", default=2 * 1024**3)
 MAST_IMPORT_MAX_ZIP_RATIO = env.int("MAST_IMPORT_MAX_ZIP_RATIO", default=200)
 MAST_IMPORT_MAX_ZIP_MEMBERS = env.int("MAST_IMPORT_MAX_ZIP_MEMBERS", default=20000)
+# A failed import whose input was fine (the worker stopped, an internal error) keeps its upload
+# this long so a manager can retry it; refused inputs are deleted at once.
+MAST_IMPORT_KEEP_FAILED_HOURS = env.float("MAST_IMPORT_KEEP_FAILED_HOURS", default=24)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 

@@ -7,12 +7,15 @@ class TracesConfig(AppConfig):
 
     def ready(self) -> None:
         from taxonomy.access import version_user_register
+        from traces import jobs
         from traces.importing import tasks  # noqa: F401  (Celery looks for <app>.tasks only; areas keep their own)
+        from traces.importing.jobs import IMPORT_JOBS
         from traces.projects.selectors import version_used_by_managed_project
         from traces.projects.tabs import project_tab_register
 
         # Who may change a taxonomy draft: the managers of projects using it (taxonomy.access).
         version_user_register(name="traces.project", fn=version_used_by_managed_project)
+        jobs.job_kind_register(IMPORT_JOBS)  # the sweep recovers imports whose worker died (traces/jobs.py)
         # The bar's order; the annotations app puts its tabs (rounds ... releases) at 40-70.
         project_tab_register(key="overview", label="Overview", url_name="project_detail", capability="view", order=10)
         project_tab_register(key="traces", label="Traces", url_name="trace_list", capability="view", order=20)

@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Project(models.Model):
@@ -144,7 +145,16 @@ class ImportJob(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    class Failure(models.TextChoices):
+        NONE = "", "Not failed"
+        REFUSED = "refused", "The upload was refused"  # bad file, over a limit: deleted, retrying cannot help
+        STOPPED = "stopped", "The import stopped"  # the worker died, an internal error: kept for a retry
+
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    failure = models.CharField(max_length=10, choices=Failure.choices, blank=True, default="")
+    # Liveness (traces/jobs.py): attempts started, and when the task was last sent.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    queued_at = models.DateTimeField(default=timezone.now)
     format = models.CharField(max_length=40, default="auto")
     upload_dir = models.CharField(max_length=500, blank=True)
     file_names = models.JSONField(default=list, blank=True)
@@ -159,6 +169,11 @@ class ImportJob(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(failure__in=["", "refused", "stopped"]), name="import_job_failure_valid"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"import {self.pk} ({self.status})"
@@ -168,3 +183,8 @@ class ImportJob(models.Model):
         if self.status == self.Status.DONE:
             return 100
         return int(100 * self.bytes_done / self.bytes_total) if self.bytes_total else 0
+
+    @property
+    def can_retry(self) -> bool:
+        """Failed for a reason other than its input, and the upload is still kept."""
+        return self.status == self.Status.FAILED and self.failure == self.Failure.STOPPED and bool(self.upload_dir)

@@ -8,6 +8,7 @@ and INSERT/UPDATE/DELETE of its files, even from raw SQL or the admin.
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Release(models.Model):
@@ -36,6 +37,9 @@ class Release(models.Model):
     # {"majority": bool, "raters": bool, "judge": bool, "evidence": bool, "trace_text": bool, "formats": [...]}
     options = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # Liveness (traces/jobs.py): build attempts started, and when the build task was last sent.
+    attempts = models.PositiveSmallIntegerField(default=0)
+    queued_at = models.DateTimeField(default=timezone.now)
     n_total = models.PositiveIntegerField(default=0)
     n_done = models.PositiveIntegerField(default=0)
     n_traces = models.PositiveIntegerField(default=0)

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from annotations.models import Round
 from annotations.releases.selectors import release_get, release_list, release_may_download
 from annotations.releases.serializers import ReleaseDetailOut, ReleaseIn, ReleaseOut
-from annotations.releases.services import release_create, release_zip_file
+from annotations.releases.services import release_create, release_retry, release_zip_file
 from taxonomy.models import TaxonomyVersion
 from traces.projects.permissions import ProjectScopedMixin
 
@@ -67,6 +67,20 @@ class ReleaseDetailApi(ProjectScopedMixin, APIView):
         if release is None:
             raise NotFound("No such release.")
         return Response(ReleaseDetailOut(release).data)
+
+
+class ReleaseRetryApi(ProjectScopedMixin, APIView):
+    """Build a failed release again, the same number and inputs (managers); 409 if it is not failed."""
+
+    capability = "manage"
+
+    @extend_schema(request=None, responses={202: ReleaseOut})
+    def post(self, request, slug, number):
+        release = release_get(project=self.project, number=number)
+        if release is None:
+            raise NotFound("No such release.")
+        release_retry(release=release, by=request.user)
+        return Response(ReleaseOut(release_get(project=self.project, number=number)).data, status=202)
 
 
 class ReleaseDownloadApi(ProjectScopedMixin, APIView):

@@ -6,6 +6,11 @@ urlpatterns = [
     path("projects/<slug:slug>/releases/", releases.ReleaseListApi.as_view(), name="api-release-list"),
     path("projects/<slug:slug>/releases/<int:number>/", releases.ReleaseDetailApi.as_view(), name="api-release-detail"),
     path(
+        "projects/<slug:slug>/releases/<int:number>/retry/",
+        releases.ReleaseRetryApi.as_view(),
+        name="api-release-retry",
+    ),
+    path(
         "projects/<slug:slug>/releases/<int:number>/download/",
         releases.ReleaseDownloadApi.as_view(),
         name="api-release-download",

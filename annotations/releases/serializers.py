@@ -40,6 +40,7 @@ class ReleaseOut(serializers.ModelSerializer):
             "created_at",
             "finished_at",
             "error",
+            "attempts",
             "files",
         ]
 

@@ -4,6 +4,13 @@ A release is numbered per project (1, 2, ...) under a row lock, built once into
 ``MEDIA_ROOT/releases/<slug>/v<n>/`` and frozen: once ``done`` the database refuses any change
 to it or its files (trigger in migration 0002_releases_initial). Building is idempotent: a
 crashed or redelivered build starts again from an empty directory, a done one returns at once.
+
+A killed worker (rules in traces/jobs.py): the build runs under the release's liveness lock, so
+a duplicate delivery exits. The files are written to ``v<n>.building/`` and renamed to ``v<n>/``;
+the ReleaseFile rows and the done status are written in one transaction after that. So a build
+whose worker died has no file rows, and the sweep only has to remove ``v<n>.building/`` and a
+``v<n>/`` renamed just before the death, then queue the same release (the same number) again, or
+fail it after MAST_JOB_MAX_ATTEMPTS attempts. A failed release can be retried (``release_retry``).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from annotations.releases.selectors import (
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes
+from traces.jobs import JobKind, job_lock_held, job_queue_after_commit, job_recover, job_retry, job_running
 from traces.models import Project
 from traces.projects.selectors import user_can
 
@@ -51,6 +59,35 @@ DEFAULT_OPTIONS = {
 
 def release_dir(*, release: Release) -> Path:
     return Path(settings.MEDIA_ROOT) / "releases" / release.project.slug / f"v{release.number}"
+
+
+def _building_dir(final_dir: Path) -> Path:
+    return final_dir.with_name(final_dir.name + ".building")
+
+
+def _remove_partial_build(release: Release) -> None:
+    """What a build that did not finish left on disk: its work folder, a final folder renamed
+    just before its worker died. Never for a done release (its files are published)."""
+    final_dir = release_dir(release=release)
+    shutil.rmtree(_building_dir(final_dir), ignore_errors=True)
+    shutil.rmtree(final_dir, ignore_errors=True)
+
+
+def _send_build(release_id: int) -> None:
+    from annotations.releases.tasks import build_release
+
+    build_release.delay(release_id)
+
+
+RELEASE_JOBS = JobKind(
+    name="release",
+    lock_class=0x4D414A52,  # "MAJR"; imports use 0x4D414A49 (traces.importing.jobs)
+    model=Release,
+    send=_send_build,
+    reset=_remove_partial_build,
+    stopped_message="the worker stopped {n} times while building this release; retry it, and if it stops again "
+    "see the worker's log (memory, disk space)",
+)
 
 
 def _clean_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -128,8 +165,13 @@ def release_create(
         == (version.pk, selection, getattr(round, "pk", None), clean_filters, clean_options)
         and (latest.title, latest.notes) == (title.strip()[:200], notes.strip())
     ):
-        # A repeated request (double click, retry) for a release of unchanged labels: the same release.
-        return latest
+        # A repeated request (double click, retry) for a release of unchanged labels: the same
+        # release, unless its build lost its worker: then that build is queued again now.
+        if latest.status != Release.Status.RUNNING or job_lock_held(kind=RELEASE_JOBS, pk=latest.pk):
+            return latest
+        latest = job_recover(kind=RELEASE_JOBS, pk=latest.pk)
+        if latest.status != Release.Status.FAILED:
+            return latest
     number = (Release.objects.filter(project=project).aggregate(n=Max("number"))["n"] or 0) + 1
     release = Release(
         manifest={"inputs_fingerprint": fingerprint},
@@ -147,10 +189,16 @@ def release_create(
     release.full_clean()
     release.save()
     if enqueue:
-        from annotations.releases.tasks import build_release
-
-        transaction.on_commit(lambda: build_release.delay(release.pk))
+        job_queue_after_commit(kind=RELEASE_JOBS, pk=release.pk)
     return release
+
+
+def release_retry(*, release: Release, by) -> Release:
+    """Build a failed release again: the same number and inputs. Raises PermissionDenied, or
+    JobNotRetryable (409) when the release is not failed."""
+    if not user_can(user=by, project=release.project, capability="manage"):
+        raise PermissionDenied("Only managers of the project retry releases.")
+    return job_retry(kind=RELEASE_JOBS, pk=release.pk, fields={"n_done": 0})
 
 
 def _taxonomy_manifest(version: TaxonomyVersion) -> dict[str, Any]:
@@ -259,20 +307,25 @@ def export_write(
     return [*files, manifest_file, card], manifest, stats, mapper
 
 
-def release_build(*, release_id: int) -> Release:
-    """Build the files of a release; a done release is returned untouched (idempotent)."""
+def release_build(*, release_id: int) -> Release | None:
+    """Build the files of a release under its liveness lock; a done or failed release is
+    returned untouched and a duplicate delivery exits (idempotent)."""
+    with job_running(kind=RELEASE_JOBS, pk=release_id) as job:
+        if job is not None:
+            _build(release_id)
+    return Release.objects.filter(pk=release_id).first()
+
+
+def _build(release_id: int) -> None:
     release = Release.objects.select_related("project", "taxonomy_version__taxonomy", "round", "created_by").get(
         pk=release_id
     )
-    if release.status == Release.Status.DONE:
-        return release
     spec = ReleaseSpec.from_release(release)
     total = release_count_candidates(spec=spec)
     Release.objects.filter(pk=release.pk).update(status=Release.Status.RUNNING, n_total=total, n_done=0, error="")
     final_dir = release_dir(release=release)
-    work_dir = final_dir.with_name(final_dir.name + ".building")
-    shutil.rmtree(work_dir, ignore_errors=True)
-    shutil.rmtree(final_dir, ignore_errors=True)
+    work_dir = _building_dir(final_dir)
+    _remove_partial_build(release)
 
     def progress(n: int) -> None:
         Release.objects.filter(pk=release.pk).update(n_done=n)
@@ -294,7 +347,9 @@ def release_build(*, release_id: int) -> Release:
         work_dir.rename(final_dir)
     except Exception as exc:
         shutil.rmtree(work_dir, ignore_errors=True)
-        Release.objects.filter(pk=release.pk).update(status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        Release.objects.filter(pk=release.pk).update(
+            status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
         raise
     media = Path(settings.MEDIA_ROOT)
     with transaction.atomic():
@@ -317,8 +372,6 @@ def release_build(*, release_id: int) -> Release:
             manifest=manifest,
             finished_at=timezone.now(),
         )
-    release.refresh_from_db()
-    return release
 
 
 def release_policy_set(*, project: Project, by, members_may_download: bool) -> ReleasePolicy:

@@ -22,8 +22,9 @@ from annotations.releases.selectors import (
     release_may_download,
     release_members_may_download,
 )
-from annotations.releases.services import release_create, release_policy_set, release_zip_file
+from annotations.releases.services import release_create, release_policy_set, release_retry, release_zip_file
 from taxonomy.models import TaxonomyVersion
+from traces.jobs import JobNotRetryable
 from traces.projects.selectors import project_get_for_user
 
 
@@ -166,4 +167,21 @@ def release_policy(request, slug):
     project, _role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     release_policy_set(project=project, by=request.user, members_may_download=request.POST.get("allow") == "1")
     messages.success(request, "Download permission saved.")
+    return redirect("annotations:release_list", slug=project.slug)
+
+
+@login_required
+@require_POST
+def release_retry_page(request, slug, number):
+    """A failed release card's Retry button: build the same release (same number) again."""
+    project, _role = project_get_for_user(user=request.user, slug=slug, capability="manage")
+    release = release_get(project=project, number=number)
+    if release is None:
+        raise Http404("No such release.")
+    try:
+        release_retry(release=release, by=request.user)
+    except JobNotRetryable as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Release v{release.number} is being built again.")
     return redirect("annotations:release_list", slug=project.slug)

@@ -2,9 +2,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from traces.importing.jobs import import_job_create
-from traces.importing.results import TraceImportError
+from traces.importing.jobs import import_job_create, import_job_retry
 from traces.importing.serializers import ImportJobIn, ImportJobOut
 from traces.models import ImportJob
 from traces.projects.permissions import ProjectScopedMixin
@@ -28,15 +28,12 @@ class ImportJobListApi(ProjectScopedMixin, generics.ListAPIView):
     def post(self, request, slug):
         data = ImportJobIn(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            job = import_job_create(
-                project=self.project,
-                by=request.user,
-                files=data.validated_data["files"],
-                format=data.validated_data["format"],
-            )
-        except TraceImportError as e:
-            return Response({"detail": str(e)}, status=status.HTTP_400_BAD_REQUEST)
+        job = import_job_create(
+            project=self.project,
+            by=request.user,
+            files=data.validated_data["files"],
+            format=data.validated_data["format"],
+        )
         return Response(ImportJobOut(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -48,3 +45,16 @@ class ImportJobDetailApi(ProjectScopedMixin, generics.RetrieveAPIView):
 
     def get_queryset(self):
         return ImportJob.objects.filter(project=self.project).select_related("created_by")
+
+
+class ImportJobRetryApi(ProjectScopedMixin, APIView):
+    """Queue a failed import again with its kept upload (managers). 409 when it is not failed, or
+    was refused for its input (the upload is deleted then), or its upload has been deleted."""
+
+    capability = "manage"
+
+    @extend_schema(request=None, responses={202: ImportJobOut})
+    def post(self, request, slug, pk):
+        job = generics.get_object_or_404(ImportJob.objects.filter(project=self.project), pk=pk)
+        job = import_job_retry(job=job)
+        return Response(ImportJobOut(job).data, status=status.HTTP_202_ACCEPTED)

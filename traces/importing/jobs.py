@@ -11,6 +11,19 @@ API read it while the job runs (``import_job_progress``). This works the same on
 on the SQLite demo (where a second writer connection would block on the import's write lock)
 and needs no extra service: the worker and the web process already share MEDIA_ROOT for the
 uploaded files.
+
+A killed worker (traces/jobs.py has the rules): the job runs under its liveness lock, so a
+duplicate delivery exits and the sweep sees a dead attempt. The import's transaction rolled back
+with the dead connection, so the database holds none of it; the sweep resets the progress file
+and queues the job again, and after MAST_JOB_MAX_ATTEMPTS dead attempts fails it.
+
+A failed job says which of two kinds it is (``ImportJob.failure``):
+
+* ``refused``: the input itself was refused (``TraceImportError``: a bad file, a limit). The
+  upload is deleted at once, since running it again would fail the same way: no retry.
+* ``stopped``: the worker died or an internal error happened. The upload is kept for
+  ``MAST_IMPORT_KEEP_FAILED_HOURS`` so a manager can retry (``import_job_retry``); the sweep
+  deletes older ones.
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ import json
 import logging
 import os
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +44,7 @@ from django.utils import timezone
 from traces.importing.results import ImportProgress, TraceImportError
 from traces.importing.service import IMPORT_FORMATS, traces_import
 from traces.importing.sources import import_limits
+from traces.jobs import JobKind, JobNotRetryable, job_queue_after_commit, job_retry, job_running
 from traces.models import ImportJob, Project
 
 logger = logging.getLogger(__name__)
@@ -83,8 +98,6 @@ def import_job_create(*, project: Project, by: Any, files: list[Any], format: st
     if total > max_total:
         raise TraceImportError(f"the upload holds {total:,} bytes; the limit per import is {max_total:,} bytes")
 
-    from traces.importing.tasks import import_job as import_job_task
-
     with transaction.atomic():
         job = ImportJob.objects.create(project=project, created_by=by, format=format, bytes_total=total)
         folder = import_dir() / str(job.pk)
@@ -107,7 +120,7 @@ def import_job_create(*, project: Project, by: Any, files: list[Any], format: st
         job.upload_dir = str(folder)
         job.file_names = names
         job.save(update_fields=["upload_dir", "file_names"])
-        transaction.on_commit(lambda: import_job_task.delay(job.pk))
+        job_queue_after_commit(kind=IMPORT_JOBS, pk=job.pk)
     return job
 
 
@@ -151,13 +164,17 @@ def import_job_progress(*, job: ImportJob) -> dict[str, Any]:
     return figures
 
 
-def import_job_run(*, job_id: int) -> ImportJob:
-    """Run a queued job; idempotent: a finished job is left alone, a crashed one runs again whole."""
-    job = ImportJob.objects.select_related("project", "created_by").get(pk=job_id)
-    if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
-        return job
-    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.RUNNING, started_at=timezone.now())
-    job.status = ImportJob.Status.RUNNING
+def import_job_run(*, job_id: int) -> ImportJob | None:
+    """Run a queued job under its liveness lock; idempotent: a finished job is left alone, a
+    duplicate delivery exits, a crashed one runs again whole."""
+    with job_running(kind=IMPORT_JOBS, pk=job_id) as job:
+        if job is not None:
+            _import(job)
+    return ImportJob.objects.select_related("project", "created_by").filter(pk=job_id).first()
+
+
+def _import(job: ImportJob) -> None:
+    ImportJob.objects.filter(pk=job.pk).update(started_at=timezone.now())
     files = [Path(job.upload_dir) / name for name in job.file_names]
     fields: dict[str, Any]
     try:
@@ -170,10 +187,13 @@ def import_job_run(*, job_id: int) -> ImportJob:
             progress=lambda p: _write_progress(job.pk, p),
         )
     except TraceImportError as e:
-        fields = {"status": ImportJob.Status.FAILED, "error": str(e), "n_imported": 0, "n_duplicates": 0}
+        fields = {"status": ImportJob.Status.FAILED, "failure": ImportJob.Failure.REFUSED, "error": str(e)}
+        fields.update(n_imported=0, n_duplicates=0)
+        shutil.rmtree(job.upload_dir, ignore_errors=True)  # the same input would be refused again
     except Exception as e:  # noqa: BLE001 - a job must end in a state a person can read
         logger.exception("import job %s crashed", job.pk)
-        fields = {"status": ImportJob.Status.FAILED, "error": f"internal error: {type(e).__name__}: {e}"}
+        fields = {"status": ImportJob.Status.FAILED, "failure": ImportJob.Failure.STOPPED}
+        fields["error"] = f"internal error: {type(e).__name__}: {e}"
     else:
         fields = {
             "status": ImportJob.Status.DONE,
@@ -186,5 +206,60 @@ def import_job_run(*, job_id: int) -> ImportJob:
     fields["finished_at"] = timezone.now()
     ImportJob.objects.filter(pk=job.pk).update(**fields)
     _progress_path(job.pk).unlink(missing_ok=True)
-    job.refresh_from_db()
-    return job
+
+
+def _check_retryable(job: ImportJob) -> None:
+    if job.failure == ImportJob.Failure.REFUSED:
+        raise JobNotRetryable("This upload was refused and deleted: fix the file and upload it again.")
+    if not job.upload_dir or not Path(job.upload_dir).is_dir():
+        hours = settings.MAST_IMPORT_KEEP_FAILED_HOURS
+        raise JobNotRetryable(f"The upload was deleted {hours:g} hours after the failure: upload the files again.")
+
+
+def import_job_retry(*, job: ImportJob) -> ImportJob:
+    """Queue a failed import again with its kept upload (the same job). Raises JobNotRetryable."""
+    return job_retry(
+        kind=IMPORT_JOBS,
+        pk=job.pk,
+        check=_check_retryable,
+        fields={"failure": "", "bytes_done": 0, "n_imported": 0, "n_duplicates": 0, "started_at": None},
+    )
+
+
+def import_upload_kept_until(*, job: ImportJob) -> datetime | None:
+    """When the sweep deletes a failed job's kept upload (None if there is none)."""
+    if not job.can_retry or job.finished_at is None:
+        return None
+    return job.finished_at + timedelta(hours=settings.MAST_IMPORT_KEEP_FAILED_HOURS)
+
+
+def _reset_attempt(job: ImportJob) -> None:
+    _progress_path(job.pk).unlink(missing_ok=True)  # the rows rolled back with the dead connection
+
+
+def _delete_old_uploads(now: datetime) -> None:
+    before = now - timedelta(hours=settings.MAST_IMPORT_KEEP_FAILED_HOURS)
+    old = ImportJob.objects.filter(
+        status=ImportJob.Status.FAILED, failure=ImportJob.Failure.STOPPED, finished_at__lt=before
+    ).exclude(upload_dir="")
+    for pk, folder in old.values_list("pk", "upload_dir"):
+        shutil.rmtree(folder, ignore_errors=True)
+        ImportJob.objects.filter(pk=pk).update(upload_dir="")  # no retry without it (ImportJob.can_retry)
+
+
+def _send(job_id: int) -> None:
+    from traces.importing.tasks import import_job as import_job_task
+
+    import_job_task.delay(job_id)
+
+
+IMPORT_JOBS = JobKind(
+    name="import",
+    lock_class=0x4D414A49,  # "MAJI"; the import's per-project transaction lock uses 0x4D415354
+    model=ImportJob,
+    send=_send,
+    reset=_reset_attempt,
+    stopped_message="the worker stopped {n} times while importing; retry, or import smaller files",
+    failed_fields={"failure": ImportJob.Failure.STOPPED},
+    housekeeping=_delete_old_uploads,
+)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from traces.api_errors import ProductError
 
-class TraceImportError(Exception):
-    """An import was refused whole; the message names the file and the record/line."""
+
+class TraceImportError(ProductError):
+    """An import was refused whole; the message names the file and the record/line. The API
+    answers it 400 (traces.api_errors)."""
 
     def __init__(self, message: str, *, result: ImportResult | None = None) -> None:
         super().__init__(message)

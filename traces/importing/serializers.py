@@ -19,6 +19,9 @@ class ImportJobOut(serializers.ModelSerializer):
     n_imported = serializers.SerializerMethodField()
     n_duplicates = serializers.SerializerMethodField()
     n_failed = serializers.SerializerMethodField()
+    can_retry = serializers.BooleanField(
+        read_only=True, help_text="Failed with its input kept (not refused): POST .../retry/ queues it again."
+    )
 
     class Meta:
         model = ImportJob
@@ -34,6 +37,9 @@ class ImportJobOut(serializers.ModelSerializer):
             "n_duplicates",
             "n_failed",
             "error",
+            "failure",
+            "attempts",
+            "can_retry",
             "created_by",
             "created_at",
             "started_at",

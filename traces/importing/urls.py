@@ -10,4 +10,5 @@ urlpatterns = [
         import_views.import_job_progress_partial,
         name="import_job_progress",
     ),
+    path("p/<slug:slug>/import/<int:pk>/retry/", import_views.import_job_retry_page, name="import_job_retry"),
 ]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
-from traces.importing.jobs import import_job_create, import_job_progress
+from traces.importing.jobs import import_job_create, import_job_progress, import_job_retry, import_upload_kept_until
 from traces.importing.results import TraceImportError
 from traces.importing.service import IMPORT_FORMATS
+from traces.jobs import JobNotRetryable, max_attempts
 from traces.models import ImportJob
 from traces.projects.selectors import project_get_for_user
 
@@ -72,7 +74,14 @@ def _job_context(project, job: ImportJob) -> dict:
                 t["url"] = reverse("trace_detail", kwargs={"slug": project.slug, "pk": t["id"]})
         except NoReverseMatch:  # the viewer is not installed in this build
             pass
-    return {"project": project, "job": job, "figures": figures, "traces": traces}
+    return {
+        "project": project,
+        "job": job,
+        "figures": figures,
+        "traces": traces,
+        "kept_until": import_upload_kept_until(job=job),
+        "max_attempts": max_attempts(),
+    }
 
 
 @login_required
@@ -88,3 +97,18 @@ def import_job_progress_partial(request, slug, pk):
     project, _role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     job = _job_or_404(project, pk)
     return render(request, "traces/importing/_job_progress.html", _job_context(project, job))
+
+
+@login_required
+@require_POST
+def import_job_retry_page(request, slug, pk):
+    """The job page's Retry button: queue the failed job again and show it."""
+    project, _role = project_get_for_user(user=request.user, slug=slug, capability="manage")
+    job = _job_or_404(project, pk)
+    try:
+        import_job_retry(job=job)
+    except JobNotRetryable as e:
+        messages.error(request, e.message)
+    else:
+        messages.success(request, f"Import #{job.pk} is queued again.")
+    return redirect("import_job_detail", slug=slug, pk=job.pk)
