@@ -11,8 +11,8 @@ conflict is 409, an import refused whole is 400). API views do not catch them; t
 validation, authentication, throttling, 404 from ``get_object_or_404``) keep DRF's shapes.
 A bad query parameter is a :class:`QueryParamError`, answered 400 naming the parameter.
 
-The same module adds the 400/401/403/404/429 answers every operation can give to the OpenAPI schema
-(``SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]``), so clients see them documented.
+The same module adds the 400/401/403/404/429 (and, with a body, 415) answers every operation can
+give to the OpenAPI schema (``SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]``), so clients see them.
 """
 
 from __future__ import annotations
@@ -99,7 +99,10 @@ def schema_add_error_responses(result: dict, generator, request, public) -> dict
             if method not in ("get", "post", "put", "patch", "delete"):
                 continue
             responses = operation.setdefault("responses", {})
+            content = {"application/json": {"schema": ref}}
             for code, description in _DOCUMENTED.items():
-                content = {"application/json": {"schema": ref}}
                 responses.setdefault(code, {"description": description, "content": content})
+            if "requestBody" in operation:
+                description = "The body's content type is not one this operation reads, or it cannot be parsed."
+                responses.setdefault("415", {"description": description, "content": content})
     return result
