@@ -3,8 +3,8 @@ schema, as a manager and as an annotator (token auth), against the real WSGI app
 No answer may be a 5xx, and every answer must match the schema (status documented, body valid).
 
 Bounded: a handful of examples per operation (``MAST_FUZZ_EXAMPLES``, default 8), no deadline,
-derandomized (set ``MAST_FUZZ_EXAMPLES`` higher locally to explore more). Path parameters point at real objects half of the time, so the operations do more than
-answer 404.
+derandomized (set ``MAST_FUZZ_EXAMPLES`` higher locally to explore more). Path parameters point
+at real objects half of the time, so the operations do more than answer 404.
 """
 
 from __future__ import annotations
