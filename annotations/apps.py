@@ -8,11 +8,8 @@ class AnnotationsConfig(AppConfig):
     def ready(self) -> None:
         """Everything annotations adds to the apps below it goes through their registries, so
         taxonomy and traces never import annotations."""
-        # Celery's autodiscovery looks for <app>.tasks only; each area keeps its own tasks module.
-        from annotations.judge import tasks as judge_tasks  # noqa: F401
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.labels.trace_state import labelling_annotations
-        from annotations.releases import tasks as release_tasks  # noqa: F401
         from annotations.releases.services import RELEASE_JOBS
         from annotations.rounds.imported import MastHumanRoundsHook
         from annotations.rounds.taxonomy_users import version_used_by_managed_round

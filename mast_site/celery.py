@@ -1,4 +1,4 @@
-"""The Celery app. Tasks live in each area's tasks.py, imported by the apps' ready(); job state lives in our tables."""
+"""The Celery app. Job state lives in our own tables; tasks live in each area's tasks module."""
 
 import os
 
@@ -10,7 +10,15 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
 
 app = Celery("mast_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# The task modules, imported by a worker when it starts (their worker_ready handlers sweep for
+# jobs a dead worker left). A web process imports a task module where it sends the task, so
+# loading Django does not load the judge's model clients or scikit-learn.
+app.conf.imports = (
+    "traces.jobs",
+    "traces.importing.tasks",
+    "annotations.judge.tasks",
+    "annotations.releases.tasks",
+)
 
 # How often a threads-pool worker's event loop wakes up at the least (seconds); see below.
 THREADS_POOL_TICK = 0.05

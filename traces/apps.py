@@ -8,7 +8,6 @@ class TracesConfig(AppConfig):
     def ready(self) -> None:
         from taxonomy.access import version_user_register
         from traces import jobs
-        from traces.importing import tasks  # noqa: F401  (Celery looks for <app>.tasks only; areas keep their own)
         from traces.importing.jobs import IMPORT_JOBS
         from traces.projects.selectors import version_used_by_managed_project
         from traces.projects.tabs import project_tab_register

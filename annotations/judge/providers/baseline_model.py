@@ -17,15 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
 
 from annotations.judge.providers.base import Provider, RunConfig
 from annotations.rounds.agreement import cohen_kappa, percent_agreement
+
+if TYPE_CHECKING:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+# scikit-learn is imported where a model is trained, not here: this module is loaded with the
+# judge's registry by every web and worker process, and scikit-learn (with SciPy) costs about
+# 0.7 s and 150 MB at start-up.
 
 TEST_SIZE = 0.3
 MIN_CLASS = 4
@@ -83,6 +88,8 @@ class BaselineModel:
 
 
 def _fit(X, y: np.ndarray, seed: int) -> LogisticRegression:
+    from sklearn.linear_model import LogisticRegression
+
     clf = LogisticRegression(class_weight="balanced", max_iter=2000, C=4.0, random_state=seed)
     clf.fit(X, y)
     return clf
@@ -95,6 +102,9 @@ def train(texts: Sequence[str], labels: np.ndarray, codes: Sequence[str], *, see
         raise ValueError(f"labels must be {len(texts)} x {len(codes)}, not {labels.shape}")
     if len(texts) < 2:
         raise ValueError(f"need at least 2 labelled traces to train, got {len(texts)}")
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.model_selection import train_test_split
+
     vectorizer = TfidfVectorizer(
         max_features=30_000,
         ngram_range=(1, 2),
