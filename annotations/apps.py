@@ -10,7 +10,7 @@ class AnnotationsConfig(AppConfig):
         taxonomy and traces never import annotations."""
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.labels.trace_state import labelling_annotations
-        from annotations.releases.services import RELEASE_JOBS
+        from annotations.releases.jobs import RELEASE_JOBS
         from annotations.rounds.imported import MastHumanRoundsHook
         from annotations.rounds.taxonomy_users import version_used_by_managed_round
         from taxonomy.access import version_user_register

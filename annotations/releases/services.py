@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from annotations.models import Release, ReleaseFile, ReleasePolicy, Round
 from annotations.releases import writers as exporting
+from annotations.releases.jobs import RELEASE_JOBS, building_dir, release_dir, remove_partial_build
 from annotations.releases.selectors import (
     ReleaseSpec,
     ReleaseStats,
@@ -42,7 +43,7 @@ from annotations.releases.selectors import (
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes
-from traces.jobs import JobKind, job_lock_held, job_queue_after_commit, job_recover, job_retry, job_running
+from traces.jobs import job_lock_held, job_queue_after_commit, job_recover, job_retry, job_running
 from traces.models import Project
 from traces.projects.selectors import user_can
 
@@ -55,39 +56,6 @@ DEFAULT_OPTIONS = {
     "trace_text": True,
     "formats": list(exporting.FORMATS),
 }
-
-
-def release_dir(*, release: Release) -> Path:
-    return Path(settings.MEDIA_ROOT) / "releases" / release.project.slug / f"v{release.number}"
-
-
-def _building_dir(final_dir: Path) -> Path:
-    return final_dir.with_name(final_dir.name + ".building")
-
-
-def _remove_partial_build(release: Release) -> None:
-    """What a build that did not finish left on disk: its work folder, a final folder renamed
-    just before its worker died. Never for a done release (its files are published)."""
-    final_dir = release_dir(release=release)
-    shutil.rmtree(_building_dir(final_dir), ignore_errors=True)
-    shutil.rmtree(final_dir, ignore_errors=True)
-
-
-def _send_build(release_id: int) -> None:
-    from annotations.releases.tasks import build_release
-
-    build_release.delay(release_id)
-
-
-RELEASE_JOBS = JobKind(
-    name="release",
-    lock_class=0x4D414A52,  # "MAJR"; imports use 0x4D414A49 (traces.importing.jobs)
-    model=Release,
-    send=_send_build,
-    reset=_remove_partial_build,
-    stopped_message="the worker stopped {n} times while building this release; retry it, and if it stops again "
-    "see the worker's log (memory, disk space)",
-)
 
 
 def _clean_options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -324,8 +292,8 @@ def _build(release_id: int) -> None:
     total = release_count_candidates(spec=spec)
     Release.objects.filter(pk=release.pk).update(status=Release.Status.RUNNING, n_total=total, n_done=0, error="")
     final_dir = release_dir(release=release)
-    work_dir = _building_dir(final_dir)
-    _remove_partial_build(release)
+    work_dir = building_dir(final_dir)
+    remove_partial_build(release)
 
     def progress(n: int) -> None:
         Release.objects.filter(pk=release.pk).update(n_done=n)
