@@ -78,6 +78,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         viewer_demo.seed,
         labels_demo.seed,
         rounds_demo.seed,
+        rounds_demo.seed_blind_round,
         judge_demo.seed,
         releases_demo.seed,
     ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from annotations.labels.demo import PLAN as LABELS_PLAN
 from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
 from annotations.models import Round
 from annotations.rounds.services import (
@@ -247,3 +248,39 @@ def seed(ctx) -> None:
         f"Rounds: 'Pilot round' closed (mean kappa {kappa:.2f}, adjudicated), 'Round 2' in review, "
         "with MAST v2 (2.5 refined after the pilot's disagreements)"
     )
+
+
+def seed_blind_round(ctx) -> None:
+    """An open round, so the demo shows blind labelling at work: alice has submitted one of its two
+    traces, carol none (neither sees the other's labels), and releases withhold its traces."""
+    project, users, manager = ctx.project, ctx.users, ctx.users["manager"]
+    if Round.objects.filter(project=project, name=BLIND_ROUND).exists():
+        ctx.say(f"Rounds: '{BLIND_ROUND}' already open")
+        return
+    pilot = Round.objects.filter(project=project, name="Pilot round").first()
+    if pilot is None:
+        return
+    # Not the traces the workspace demo labels outside rounds: those must stay labelable.
+    taken = {framework.lower() for _user, framework, *_ in LABELS_PLAN}
+    picked = [t for t in pilot.traces.order_by("round_traces__order") if t.mas_name.lower() not in taken][:2]
+    if len(picked) < 2:
+        return
+    with transaction.atomic():
+        rnd = round_create(
+            project=project,
+            name=BLIND_ROUND,
+            taxonomy_version=project.taxonomy_version,
+            annotators=[users["alice"], users["carol"]],
+            method="manual",
+            trace_ids=[t.pk for t in picked],
+            by=manager,
+        )
+        round_open(round=rnd, by=manager)
+        _label(round=rnd, user=users["alice"], trace=picked[0], present={"1.3": "Same step again and again."})
+    ctx.say(
+        f"Rounds: '{BLIND_ROUND}' open (blind) for alice and carol on {len(picked)} pilot traces; alice has "
+        "submitted one; releases withhold these traces until the round closes"
+    )
+
+
+BLIND_ROUND = "Round 3 (blind re-check)"

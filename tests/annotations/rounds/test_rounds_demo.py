@@ -48,3 +48,15 @@ def test_demo_rounds_step_is_idempotent(ctx):
         Adjudication.objects.count(),
         DisagreementComment.objects.count(),
     )
+
+
+def test_demo_seeds_an_open_blind_round_once(ctx):
+    from annotations.rounds.demo import BLIND_ROUND, seed_blind_round
+
+    seed(ctx)
+    seed_blind_round(ctx)
+    seed_blind_round(ctx)
+    rounds = Round.objects.filter(project=ctx.project, name=BLIND_ROUND)
+    assert [r.state for r in rounds] == ["open"]
+    submitted = Annotation.objects.filter(round=rounds[0], state="submitted")
+    assert [a.rater.user.username for a in submitted] == ["alice"]
