@@ -8,6 +8,7 @@ class AnnotationsConfig(AppConfig):
     def ready(self) -> None:
         """Everything annotations adds to the apps below it goes through their registries, so
         taxonomy and traces never import annotations."""
+        from annotations.judge import checks  # noqa: F401  (registers the settings checks)
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.labels.trace_state import labelling_annotations
         from annotations.releases.jobs import RELEASE_JOBS

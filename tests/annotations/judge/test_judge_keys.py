@@ -206,3 +206,19 @@ def test_an_allowed_key_reaches_its_allowed_server(project, manager, allowed, ll
     run = drive(run)
     assert run.state == "done" and run.n_done == 2
     assert bearer_tokens(llm_server) == ["Bearer sk-allowed-1"] * 2
+
+
+@pytest.mark.parametrize("value", ["OPENAI_API_KEY", "BAD NAME=https://api.openai.com/v1", "KEY=ftp://host/v1"])
+def test_a_malformed_key_list_fails_the_system_check(settings, value):
+    from annotations.judge.checks import check_judge_api_keys
+
+    settings.MAST_JUDGE_API_KEYS = value
+    errors = check_judge_api_keys()
+    assert [e.id for e in errors] == ["annotations.E001"] and "MAST_JUDGE_API_KEYS" in errors[0].msg
+
+
+def test_a_good_key_list_passes_the_system_check(settings):
+    from annotations.judge.checks import check_judge_api_keys
+
+    settings.MAST_JUDGE_API_KEYS = "OPENAI_API_KEY=https://api.openai.com/v1,VLLM_KEY=http://127.0.0.1:8001/v1"
+    assert check_judge_api_keys() == []
