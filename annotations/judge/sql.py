@@ -3,8 +3,9 @@
 Every trace of a judge run goes through the same handful of statements, in one Celery worker
 process with many threads. With the ORM, compiling them cost the worker more CPU than the
 database spent answering them, and the worker's CPU is what bounds a run's throughput
-(bench/bench_judge.py). Here they are written once (the generic INSERT/UPDATE and the annotation upsert live in
-``annotations.labels.bulk``, the one writer of non-human labels); the rest of the judge keeps the ORM.
+(bench/bench_judge.py). Here they are written once; the generic INSERT/UPDATE and the annotation
+upsert live in ``annotations.labels.bulk``, the one writer of non-human labels. The rest of the
+judge keeps the ORM.
 
 Row locks (``FOR UPDATE``, ``SKIP LOCKED``) are added where the database has them; SQLite has a
 single writer, so it needs none. Values are passed as parameters, adapted the way the ORM would.
@@ -19,8 +20,6 @@ from django.db import connection
 
 from annotations.labels.bulk import sql_fetchone as _fetchone
 from annotations.labels.bulk import sql_for_update as _for_update
-from annotations.labels.bulk import sql_insert as insert  # noqa: F401 (the judge's statements use judge_sql.insert)
-from annotations.labels.bulk import sql_update as update  # noqa: F401
 from annotations.models import JudgeCache, JudgeItem, JudgeRun
 from traces.models import Trace
 

@@ -38,7 +38,7 @@ from annotations.judge import sql as judge_sql
 from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.selectors import trace_steps
-from annotations.labels.bulk import machine_annotation_upsert
+from annotations.labels.bulk import machine_annotation_upsert, sql_insert, sql_update
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, Rater
 from taxonomy.models import FailureMode
 from taxonomy.selectors import version_modes
@@ -391,7 +391,7 @@ def _hand_on(
     Returns whether an item was claimed."""
     claimed = claim_next(run, dispatcher, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
     increments = {**counters, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost": cost}
-    judge_sql.update(JudgeRun, run.pk, {}, increments=increments)
+    sql_update(JudgeRun, run.pk, {}, increments=increments)
     return claimed
 
 
@@ -463,9 +463,9 @@ def _write_result(
             "annotation_id": ann_id,
             "finished_at": timezone.now(),
         }
-        judge_sql.update(JudgeItem, item.pk, values, increments={"attempts": attempts})
+        sql_update(JudgeItem, item.pk, values, increments={"attempts": attempts})
         if cache is not None:
-            judge_sql.insert(JudgeCache, [cache], ignore_conflicts=True)
+            sql_insert(JudgeCache, [cache], ignore_conflicts=True)
         counters = {"n_done": 1, "n_cached": int(cached), "n_truncated": int(trunc.truncated)}
         claimed = _hand_on(run, dispatcher, counters, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
     if not claimed:
