@@ -4,8 +4,8 @@ already has a revision is left as it is (people may have edited it since)."""
 
 from __future__ import annotations
 
-from annotations.labels.selectors import BLIND_ROUND_STATES
 from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
+from annotations.labels.visibility import BLIND_ROUND_STATES
 
 # (user, framework, submit?, {code: (decision, [step indexes], rationale)}, task_success, notes, open codes)
 PLAN = [

@@ -31,13 +31,12 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from annotations.labels.visibility import annotations_visible_to, blind_trace_ids
+from annotations.labels.visibility import BLIND_ROUND_STATES, annotations_visible_to, blind_trace_ids
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
 from traces.models import Membership, Project, Trace
 
 ROUND_QUEUE_STATES = (Round.State.OPEN, Round.State.REVIEW)
-BLIND_ROUND_STATES = (Round.State.DRAFT, Round.State.OPEN)
 STATUS_ORDER = {"draft": 0, "todo": 1, "submitted": 2}
 
 

@@ -31,6 +31,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotations.labels.selectors import annotation_snapshot
+from annotations.labels.visibility import BLIND_ROUND_STATES
 from annotations.models import (
     Annotation,
     AnnotationEvent,
@@ -55,7 +56,6 @@ MAX_EVIDENCE = 50
 DECISIONS = ("present", "absent", "unsure")
 FINAL_DECISIONS = ("present", "absent")
 EDITABLE_ROUND_STATES = (Round.State.OPEN, Round.State.REVIEW)
-BLIND_ROUND_STATES = (Round.State.DRAFT, Round.State.OPEN)
 
 
 class AnnotationError(ProductError):

@@ -18,20 +18,21 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from annotations.models import Annotation, Rater, RoundTrace
+from annotations.models import Annotation, Rater, Round, RoundTrace
 from traces.models import Membership, Project
 from traces.projects.selectors import project_role
 
 NON_HUMAN = [Rater.Kind.LLM, Rater.Kind.BASELINE, Rater.Kind.IMPORTED]
 
 
-BLIND_STATES = ("draft", "open")
+# The round states in which a round's traces are labelled blind: the one definition.
+BLIND_ROUND_STATES = (Round.State.DRAFT, Round.State.OPEN)
 
 
 def open_round_traces(*, project: Project) -> QuerySet[RoundTrace]:
     """The project's traces in draft or open rounds, i.e. being labelled blind right now. Nothing
     shared with several people (releases, exports) may carry labels of these traces."""
-    return RoundTrace.objects.filter(round__project=project, round__state__in=BLIND_STATES)
+    return RoundTrace.objects.filter(round__project=project, round__state__in=BLIND_ROUND_STATES)
 
 
 def blind_trace_ids(*, user, project: Project, role: str | None = None):
@@ -63,4 +64,4 @@ def annotations_visible_to(
 
 def trace_is_blind(*, trace_id: int) -> bool:
     """True while the trace belongs to a draft or open round."""
-    return RoundTrace.objects.filter(trace_id=trace_id, round__state__in=BLIND_STATES).exists()
+    return RoundTrace.objects.filter(trace_id=trace_id, round__state__in=BLIND_ROUND_STATES).exists()
