@@ -7,6 +7,8 @@ from annotations.models import (
     AgreementReport,
     Annotation,
     AnnotationEvent,
+    Attribution,
+    AttributionDecision,
     DisagreementComment,
     JudgeCache,
     JudgeItem,
@@ -147,3 +149,16 @@ class ReleaseFileAdmin(admin.ModelAdmin):
 @admin.register(ReleasePolicy)
 class ReleasePolicyAdmin(admin.ModelAdmin):
     list_display = ["project", "members_may_download", "updated_at"]
+
+
+@admin.register(Attribution)
+class AttributionAdmin(admin.ModelAdmin):
+    list_display = ["annotation", "decisive_step", "no_single_step", "agent"]
+    raw_id_fields = ["annotation"]
+
+
+@admin.register(AttributionDecision)
+class AttributionDecisionAdmin(admin.ModelAdmin):
+    list_display = ["round", "trace", "decisive_step", "no_single_step", "agent", "basis"]
+    list_filter = ["basis"]
+    raw_id_fields = ["trace"]

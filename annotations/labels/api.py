@@ -137,6 +137,7 @@ class MyAnnotationApi(_MyAnnotationMixin, APIView):
                 task_success=v["task_success"],
                 notes=v["notes"],
                 open_codes=v["open_codes"],
+                attribution=v.get("attribution"),
             )
         except AnnotationConflict as exc:
             return self.conflict_out(exc, trace, version, round)

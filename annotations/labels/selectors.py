@@ -31,6 +31,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from annotations.labels.attribution import attribution_as_dict, attribution_of
 from annotations.labels.visibility import BLIND_ROUND_STATES, annotations_visible_to, blind_trace_ids
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
@@ -46,7 +47,7 @@ STATUS_ORDER = {"draft": 0, "todo": 1, "submitted": 2}
 def annotation_find(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, round: Round | None = None):
     """My annotation of this trace (None when I have not saved anything yet)."""
     return (
-        Annotation.objects.select_related("rater", "taxonomy_version", "round", "trace__project")
+        Annotation.objects.select_related("rater", "taxonomy_version", "round", "trace__project", "attribution")
         .filter(trace=trace, rater__user=user, taxonomy_version=taxonomy_version, round=round)
         .first()
     )
@@ -75,11 +76,27 @@ def annotation_snapshot(*, annotation: Annotation) -> dict:
             {"code": code, "decision": decision, "evidence": evidence, "rationale": rationale}
             for code, decision, evidence, rationale in labels
         ],
+        "attribution": _attribution(annotation),
     }
 
 
+def _attribution(annotation: Annotation) -> dict | None:
+    """The attribution, without a query when it came with the annotation (select_related)."""
+    if "attribution" in annotation._state.fields_cache:
+        return attribution_as_dict(annotation._state.fields_cache["attribution"])
+    return attribution_of(annotation)
+
+
 def annotation_empty_snapshot() -> dict:
-    return {"revision": 0, "state": "draft", "task_success": "unknown", "notes": "", "open_codes": [], "labels": []}
+    return {
+        "revision": 0,
+        "state": "draft",
+        "task_success": "unknown",
+        "notes": "",
+        "open_codes": [],
+        "labels": [],
+        "attribution": None,
+    }
 
 
 def annotation_history(*, annotation: Annotation) -> QuerySet[AnnotationEvent]:
@@ -92,7 +109,7 @@ def trace_annotations_visible(*, user, project: Project, trace: Trace) -> QueryS
     return (
         annotations_visible_to(user=user, project=project, qs=qs)
         .exclude(rater__user_id=user.pk)
-        .select_related("rater", "taxonomy_version__taxonomy", "round")
+        .select_related("rater", "taxonomy_version__taxonomy", "round", "attribution")
         .prefetch_related(Prefetch("labels", queryset=ModeLabel.objects.select_related("mode")))
         .order_by("rater__kind", "rater__name", "id")
     )

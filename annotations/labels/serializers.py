@@ -21,6 +21,30 @@ class LabelIn(serializers.Serializer):
     rationale = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
 
 
+class LocatedErrorOut(serializers.Serializer):
+    step = serializers.IntegerField()
+    mode = serializers.CharField(allow_blank=True)
+    severity = serializers.CharField(allow_blank=True, help_text="low | medium | high | empty")
+    category = serializers.CharField(allow_blank=True)
+    note = serializers.CharField(allow_blank=True)
+
+
+class AttributionOut(serializers.Serializer):
+    """The decisive step (a step index) or no_single_step, the responsible agent, its modes and why."""
+
+    step = serializers.IntegerField(allow_null=True)
+    no_single_step = serializers.BooleanField()
+    agent = serializers.CharField(allow_blank=True)
+    modes = serializers.ListField(child=serializers.CharField())
+    reason = serializers.CharField(allow_blank=True)
+    errors = LocatedErrorOut(many=True)
+
+
+@extend_schema_field(AttributionOut(allow_null=True))
+class AttributionField(serializers.JSONField):
+    """Checked field by field in annotations.labels.attribution (errors name attribution.<field>)."""
+
+
 class AnnotationIn(serializers.Serializer):
     revision = serializers.IntegerField(min_value=0, help_text="The revision this state was based on (0 if new).")
     labels = LabelIn(many=True, help_text="The whole state: modes not listed are undecided.")
@@ -28,6 +52,9 @@ class AnnotationIn(serializers.Serializer):
     notes = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, default="")
     open_codes = serializers.ListField(
         child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False, default=list
+    )
+    attribution = AttributionField(
+        required=False, allow_null=True, default=None, help_text="The failure attribution, or null (not attributed)."
     )
 
 
@@ -55,6 +82,7 @@ class AnnotationOut(serializers.Serializer):
     notes = serializers.CharField()
     open_codes = serializers.ListField(child=serializers.CharField())
     labels = LabelOut(many=True)
+    attribution = AttributionOut(allow_null=True)
     submitted_at = serializers.DateTimeField(allow_null=True)
 
 
@@ -138,7 +166,14 @@ class VisibleAnnotationOut(serializers.Serializer):
     task_success = serializers.CharField()
     is_suggestion = serializers.SerializerMethodField(help_text="A non-human rater's labels outside rounds.")
     labels = serializers.SerializerMethodField()
+    attribution = serializers.SerializerMethodField()
     updated_at = serializers.DateTimeField()
+
+    @extend_schema_field(AttributionOut(allow_null=True))
+    def get_attribution(self, obj):
+        from annotations.labels.attribution import attribution_as_dict
+
+        return attribution_as_dict(getattr(obj, "attribution", None))
 
     def get_is_suggestion(self, obj) -> bool:
         return obj.round_id is None and obj.rater.kind != "human"

@@ -19,6 +19,9 @@ Rules (the API and the screen only call these):
   evidence items per mode.
 * Only the author edits an annotation, while they may still annotate in the project, and only
   while its round (if any) is open or in review.
+* Attribution (``attribution``: decisive step or "no single decisive step", responsible agent,
+  modes, reason, located errors) is part of the state; ``annotations.labels.attribution`` checks it.
+  Submitting does not require it (a succeeded trace has none).
 * Every accepted change writes an ``AnnotationEvent`` with the state before and after. A refused
   request changes nothing (everything happens in one transaction, validation first).
 """
@@ -30,6 +33,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotations.labels.attribution import attribution_clean, attribution_write
 from annotations.labels.selectors import annotation_snapshot
 from annotations.labels.visibility import BLIND_ROUND_STATES
 from annotations.models import (
@@ -140,7 +144,7 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
     qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects.all()
     # One query on the hot path (an autosave): the rater comes with the annotation.
     annotation = (
-        qs.select_related("rater")
+        qs.select_related("rater", "attribution")
         .filter(trace=trace, rater__user=user, taxonomy_version=taxonomy_version, round=round)
         .first()
     )
@@ -168,6 +172,7 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
 
 
 # ------------------------------------------------------------------ validation
+
 
 # Published taxonomy versions are frozen (database triggers), so their modes can be cached.
 def _version_modes(version: TaxonomyVersion) -> dict[str, tuple[int, tuple]]:
@@ -238,6 +243,7 @@ def _clean_content(
     notes: Any,
     open_codes: Any,
     known_steps: frozenset[int] = frozenset(),
+    attribution: Any = None,
 ) -> dict[str, Any]:
     """Validate a whole annotation state; return it normalised (labels in mode order).
 
@@ -333,16 +339,30 @@ def _clean_content(
             continue
         if name not in codes:
             codes.append(name)
+    clean_attribution = attribution_clean(
+        attribution,
+        trace_id=trace.pk,
+        n_steps=trace.n_steps,
+        codes=set(modes),
+        order={c: v[1] for c, v in modes.items()},
+        errors=errors,
+    )
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise AnnotationInvalid(f"{first['field']}: {first['message']}{more}", errors=errors)
     clean_labels.sort(key=lambda lab: modes[lab["code"]][1])
-    return {"task_success": task_success, "notes": notes, "open_codes": sorted(codes), "labels": clean_labels}
+    return {
+        "task_success": task_success,
+        "notes": notes,
+        "open_codes": sorted(codes),
+        "labels": clean_labels,
+        "attribution": clean_attribution,
+    }
 
 
 def _content(snapshot: dict[str, Any]) -> dict[str, Any]:
-    return {key: snapshot[key] for key in ("task_success", "notes", "open_codes", "labels")}
+    return {key: snapshot.get(key) for key in ("task_success", "notes", "open_codes", "labels", "attribution")}
 
 
 def _missing_decisions(*, annotation: Annotation, labels: list[dict]) -> list[str]:
@@ -388,11 +408,17 @@ def annotation_save(
     task_success: str = Annotation.TaskSuccess.UNKNOWN,
     notes: str = "",
     open_codes: list[str] | None = None,
+    attribution: dict[str, Any] | None = None,
 ) -> Annotation:
     """Replace the annotation's state with the given one (see the module docstring for the rules)."""
     _ensure_author(annotation=annotation, by=by)
     content = _clean_content(
-        annotation=annotation, labels=labels, task_success=task_success, notes=notes, open_codes=open_codes
+        annotation=annotation,
+        labels=labels,
+        task_success=task_success,
+        notes=notes,
+        open_codes=open_codes,
+        attribution=attribution,
     )
     with transaction.atomic():
         return _apply(current=_lock(annotation), by=by, base_revision=base_revision, content=content)
@@ -415,6 +441,8 @@ def _apply(
             current=before,
         )
     _write_labels(annotation=current, old=before["labels"], new=content["labels"])
+    if before.get("attribution") != content["attribution"]:
+        attribution_write(annotation=current, value=content["attribution"])
     if before["open_codes"] != content["open_codes"]:
         codes = _open_codes_get_or_create(project_id=current.trace.project_id, names=content["open_codes"])
         current.open_codes.set(codes)
@@ -537,6 +565,7 @@ def annotation_upsert(
     task_success: str = Annotation.TaskSuccess.UNKNOWN,
     notes: str = "",
     open_codes: list[str] | None = None,
+    attribution: dict[str, Any] | None = None,
 ) -> Annotation:
     """Save MY annotation of the trace, creating it on the first save; a refusal stores nothing at all."""
     with transaction.atomic():
@@ -551,5 +580,6 @@ def annotation_upsert(
             notes=notes,
             open_codes=open_codes,
             known_steps=known,
+            attribution=attribution,
         )
         return _apply(current=current, by=user, base_revision=base_revision, content=content, before=before)

@@ -1,5 +1,6 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
+from annotations.models.attribution import Attribution, AttributionDecision
 from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate
 from annotations.models.labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
 from annotations.models.releases import Release, ReleaseFile, ReleasePolicy
@@ -16,6 +17,8 @@ __all__ = [
     "AgreementReport",
     "Adjudication",
     "Annotation",
+    "Attribution",
+    "AttributionDecision",
     "AnnotationEvent",
     "DisagreementComment",
     "JudgeCache",
