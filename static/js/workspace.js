@@ -9,6 +9,7 @@
  */
 import { mountViewer } from "./trace-viewer.js";
 import { createSaver } from "./workspace-save.js";
+import { createAttribution } from "./workspace-attribution.js";
 
 const cfg = JSON.parse(document.getElementById("ws-config").textContent);
 const root = document.getElementById("ws");
@@ -45,7 +46,8 @@ function fromSnapshot(s) {
   for (const lab of s.labels || []) {
     labels[lab.code] = { decision: lab.decision, evidence: lab.evidence || [], rationale: lab.rationale || "" };
   }
-  return { task_success: s.task_success || "unknown", notes: s.notes || "", open_codes: [...(s.open_codes || [])], labels };
+  const attribution = s.attribution ? { ...s.attribution } : null;
+  return { task_success: s.task_success || "unknown", notes: s.notes || "", open_codes: [...(s.open_codes || [])], labels, attribution };
 }
 
 function payload() {
@@ -61,6 +63,7 @@ function payload() {
     task_success: content.task_success,
     notes: content.notes,
     open_codes: [...content.open_codes].sort(),
+    attribution: content.attribution || null,
   };
 }
 
@@ -93,6 +96,18 @@ const viewer = viewerRoot
       },
     })
   : null;
+
+const attr = createAttribution({
+  viewer,
+  outline,
+  locked,
+  get: () => content.attribution,
+  set: (v) => {
+    content.attribution = v;
+    changed();
+  },
+  presentModes: () => CODES.filter((c) => (content.labels[c] || {}).decision === "present"),
+});
 
 function stepForLine(n) {
   if (!outline || !outline.ls) return null;
@@ -141,6 +156,7 @@ function updateMarks() {
       });
     }
   }
+  attr.marks(marks);
   viewer.setMarks(marks);
 }
 
@@ -253,6 +269,7 @@ function render() {
   stateBadge.textContent = saver.state === "submitted" ? "Submitted" : "Draft";
   stateBadge.className = `badge ws-state-badge ${saver.state === "submitted" ? "badge-ok" : ""}`;
   updateMarks();
+  attr.render();
   renderAttach();
 }
 
