@@ -45,6 +45,12 @@ from annotations.models import (
     RoundTrace,
 )
 from annotations.rounds import agreement_report
+from annotations.rounds.attribution import (
+    attribution_close_with_majority,
+    attribution_consensus_sync,
+    attribution_pending,
+    round_attribution_report,
+)
 from annotations.rounds.sampling import round_sample_preview
 from annotations.rounds.selectors import (
     HUMANS,
@@ -221,6 +227,7 @@ def round_start_review(*, round: Round, by=None, force: bool = False) -> Round:
     rnd.review_at = timezone.now()
     rnd.save(update_fields=["state", "review_at"])
     _consensus_unanimous(rnd, by)
+    attribution_consensus_sync(round=rnd)
     agreement_report_get(round=rnd)
     round.__dict__.update(rnd.__dict__)
     return rnd
@@ -289,10 +296,15 @@ def round_close(*, round: Round, by=None, with_majority: bool = False) -> Round:
     _consensus_unanimous(rnd, by)
     decided = set(Adjudication.objects.filter(round=rnd).values_list("trace_id", "mode_id"))
     pending = [u for u in round_units(round=rnd) if (u.trace_id, u.mode_id) not in decided]
-    if pending and not with_majority:
-        raise ValidationError(
-            f"{len(pending)} disagreement(s) are not adjudicated yet. Adjudicate them, or close with majority vote."
+    attribution_consensus_sync(round=rnd)
+    n_attribution = len(attribution_pending(round=rnd))
+    if (pending or n_attribution) and not with_majority:
+        what = f"{len(pending)} disagreement(s)" + (
+            f" and {n_attribution} attribution disagreement(s)" if n_attribution else ""
         )
+        raise ValidationError(f"{what} are not adjudicated yet. Adjudicate them, or close with majority vote.")
+    if n_attribution:
+        attribution_close_with_majority(round=rnd, by=by)
     if pending:
         ties = [u for u in pending if u.majority() is None]
         if ties:
@@ -371,6 +383,7 @@ def agreement_report_compute(
         n_boot=n_boot,
         seed=seed,
     )
+    data["attribution"] = round_attribution_report(round=round, n_boot=n_boot, seed=seed)
     data["rater_ids"] = matrix.rater_ids
     data["human_raters"] = len(matrix.raters) - len(extra_rater_ids)
     return data
@@ -386,7 +399,7 @@ def agreement_report_get(*, round: Round, extra_rater_ids: Sequence[int] = (), f
     extra = sorted(set(extra_rater_ids))
     fingerprint = _fingerprint(round_labels_fingerprint_parts(round=round, extra_rater_ids=extra))
     stored = AgreementReport.objects.filter(round=round, rater_set=key).first()
-    if stored is not None and stored.fingerprint == fingerprint and not force:
+    if stored is not None and stored.fingerprint == fingerprint and not force and "attribution" in stored.data:
         return stored
     data = agreement_report_compute(round=round, extra_rater_ids=extra)
     report, _ = AgreementReport.objects.update_or_create(
