@@ -1,0 +1,166 @@
+"""Attribution in rounds: saved with the annotation, agreement equal to the libraries, consensus and adjudication."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from django.core.exceptions import ValidationError
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+from annotations.labels.services import AnnotationInvalid, annotation_get_or_create, annotation_save, annotation_submit
+from annotations.models import AttributionDecision
+from annotations.rounds.attribution import agreed_attributions, attribution_adjudicate, round_attribution_disagreements
+from annotations.rounds.services import agreement_report_get, round_close, round_create, round_open, round_start_review
+from tests.annotations.rounds_factories import codes
+from tests.annotations.workspace_factories import make_trace
+from tests.factories import MembershipFactory, UserFactory
+
+AGENTS = ("Planner", "Coder", "Tester")
+# Three annotators, six traces; (decisive step, agent) or None for "no single decisive step".
+ANSWERS = {
+    "ann": [(3, "Coder"), (1, "Coder"), (7, "Tester"), (10, "Coder"), (4, "Coder"), None],
+    "bob": [(3, "Coder"), (2, "Tester"), (9, "Tester"), (10, "Coder"), (1, "Coder"), None],
+    "cat": [(3, "Coder"), (1, "Coder"), (7, "Coder"), (14, "Tester"), (4, "Planner"), (5, "Tester")],
+}
+
+
+def _people(project, names):
+    out = []
+    for name in names:
+        user = UserFactory(username=name)
+        MembershipFactory(project=project, user=user, role="annotator")
+        out.append(user)
+    return out
+
+
+def _label(rnd, user, trace, answer, *, submit=True):
+    ann = annotation_get_or_create(trace=trace, user=user, taxonomy_version=rnd.taxonomy_version, round=rnd)
+    labels = [{"code": c, "decision": "present" if c == "1.1" else "absent"} for c in codes(rnd.taxonomy_version)]
+    if answer is None:
+        attribution = {"no_single_step": True, "reason": f"{user.username}: it built up"}
+    else:
+        attribution = {"step": answer[0], "agent": answer[1], "modes": ["1.1"], "reason": f"{user.username} says so"}
+    ann = annotation_save(annotation=ann, by=user, base_revision=ann.revision, labels=labels, attribution=attribution)
+    if submit:
+        annotation_submit(annotation=ann, by=user, base_revision=ann.revision)
+
+
+@pytest.fixture
+def review_round(project, manager):
+    people = _people(project, ANSWERS)
+    traces = [make_trace(project, n_steps=16, agents=AGENTS, title=f"t{i}") for i in range(6)]
+    rnd = round_create(
+        project=project,
+        name="Attribution round",
+        taxonomy_version=project.taxonomy_version,
+        annotators=people,
+        method="manual",
+        trace_ids=[t.pk for t in traces],
+        by=manager,
+    )
+    round_open(round=rnd, by=manager)
+    for user in people:
+        for trace, answer in zip(traces, ANSWERS[user.username], strict=True):
+            _label(rnd, user, trace, answer)
+    round_start_review(round=rnd, by=manager)
+    return rnd, traces, people
+
+
+def test_round_report_attribution_figures_equal_scikit_learn_and_statsmodels(review_round):
+    rnd, traces, _ = review_round
+    section = agreement_report_get(round=rnd).data["attribution"]
+    # Agents over the traces everyone attributed to an agent (the last trace: two said "no single step").
+    agents = {name: [a[1] if a else None for a in rows] for name, rows in ANSWERS.items()}
+    names = sorted(agents)
+    pair_kappas = []
+    for pair, (a, b) in zip(section["agent"]["pairs"], combinations(names, 2), strict=True):
+        both = [k for k in range(6) if agents[a][k] and agents[b][k]]
+        expected = cohen_kappa_score([agents[a][k] for k in both], [agents[b][k] for k in both])
+        assert (pair["a"], pair["b"]) == (a, b)
+        assert pair["kappa"]["value"] == pytest.approx(expected, abs=1e-12)
+        assert pair["n"] == len(both)
+        pair_kappas.append(expected)
+    assert section["agent"]["mean_pairwise_kappa"]["value"] == pytest.approx(np.mean(pair_kappas), abs=1e-12)
+    complete = [k for k in range(6) if all(agents[n][k] for n in names)]
+    table, _ = aggregate_raters(np.array([[agents[n][k] for n in names] for k in complete]))
+    assert section["agent"]["fleiss_kappa"]["value"] == pytest.approx(fleiss_kappa(table, method="fleiss"), abs=1e-12)
+    assert section["agent"]["fleiss_kappa"]["n_units"] == len(complete) == 5
+    # Steps, by hand over 3 pairs x 6 traces: exact on t0 (3 pairs), t1 ann/cat, t2 ann/cat, t3 ann/bob,
+    # t4 ann/cat, t5 ann/bob (both "no single step") = 8; within 1 adds t1 ann/bob and bob/cat = 10;
+    # within 3 adds t2 ann/bob and bob/cat, t4 ann/bob and bob/cat = 14.
+    assert section["step"]["n_units"] == 18
+    assert section["step"]["exact"]["value"] == pytest.approx(8 / 18)
+    assert section["step"]["within_1"]["value"] == pytest.approx(10 / 18)
+    assert section["step"]["within_3"]["value"] == pytest.approx(14 / 18)
+    # |steps| where both named one: t0 0,0,0; t1 1,0,1; t2 2,0,2; t3 0,4,4; t4 3,0,3 (t5: only none vs 5).
+    assert section["step"]["mean_abs_distance"]["value"] == pytest.approx(20 / 15)
+    lo, hi = section["agent"]["mean_pairwise_kappa"]["ci"]
+    assert lo <= section["agent"]["mean_pairwise_kappa"]["value"] <= hi
+    assert section["n_disagreements"] == 5
+
+
+def test_unanimous_attribution_becomes_consensus_and_the_rest_waits_for_adjudication(review_round, manager):
+    rnd, traces, _ = review_round
+    decision = AttributionDecision.objects.get(round=rnd, trace=traces[0])
+    assert (decision.decisive_step, decision.agent, decision.basis) == (3, "Coder", "unanimous")
+    assert decision.modes == ["1.1"]
+    with pytest.raises(ValidationError, match="5 attribution disagreement"):
+        round_close(round=rnd, by=manager)
+
+
+def test_adjudicated_attribution_is_the_agreed_attribution(review_round, manager):
+    rnd, traces, _ = review_round
+    for t in traces[1:]:
+        attribution_adjudicate(
+            round=rnd, trace=t, step=2, modes=["1.1"], reason="agreed", note="after talk", by=manager
+        )
+    decision = AttributionDecision.objects.get(round=rnd, trace=traces[1])
+    assert decision.agent == "Tester"  # taken from step 2 (Planner, Coder, Tester, ...)
+    round_close(round=rnd, by=manager)
+    agreed = agreed_attributions(project=rnd.project)
+    assert agreed[traces[1].pk].decisive_step == 2
+    assert agreed[traces[0].pk].basis == "unanimous"
+
+
+def test_adjudicating_a_step_the_trace_does_not_have_is_refused(review_round, manager):
+    rnd, traces, _ = review_round
+    with pytest.raises(ValidationError, match="Step 99 does not exist"):
+        attribution_adjudicate(round=rnd, trace=traces[1], step=99, by=manager)
+    with pytest.raises(ValidationError, match="one of the two"):
+        attribution_adjudicate(round=rnd, trace=traces[1], step=1, no_single_step=True, by=manager)
+
+
+def test_close_with_majority_decides_strict_majorities_and_refuses_ties(review_round, manager):
+    rnd, traces, _ = review_round
+    with pytest.raises(ValidationError, match="no strict majority"):
+        round_close(round=rnd, by=manager, with_majority=True)
+    for t in traces[2:]:  # three different answers on these: a tie each
+        attribution_adjudicate(round=rnd, trace=t, step=5, by=manager)
+    round_close(round=rnd, by=manager, with_majority=True)
+    d = AttributionDecision.objects.get(round=rnd, trace=traces[1])
+    assert (d.decisive_step, d.agent, d.basis) == (1, "Coder", "majority")
+
+
+def test_disagreements_list_each_raters_attribution(review_round, manager):
+    rnd, traces, _ = review_round
+    items = round_attribution_disagreements(round=rnd, user=manager, status="open")
+    assert [d.trace.pk for d in items] == [t.pk for t in traces[1:]]
+    assert [r.text for r in items[-1].raters] == [
+        "no single decisive step",
+        "no single decisive step",
+        "step 5 · Tester",
+    ]
+
+
+def test_agent_is_taken_from_the_decisive_step_and_a_missing_step_is_refused(project, annotator):
+    trace = make_trace(project, n_steps=4, agents=AGENTS)
+    ann = annotation_get_or_create(trace=trace, user=annotator, taxonomy_version=project.taxonomy_version)
+    ann = annotation_save(annotation=ann, by=annotator, base_revision=0, labels=[], attribution={"step": 2})
+    assert ann.snapshot["attribution"]["agent"] == "Tester"
+    with pytest.raises(AnnotationInvalid) as exc:
+        annotation_save(annotation=ann, by=annotator, base_revision=ann.revision, labels=[], attribution={"step": 9})
+    assert exc.value.errors[0]["field"] == "attribution.step"
+    assert "step 9 does not exist" in exc.value.errors[0]["message"]
