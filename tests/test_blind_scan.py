@@ -19,12 +19,20 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
-from annotations.models import Annotation, ModeLabel, Rater, Release
+from annotations.models import Annotation, Attribution, ModeLabel, Rater, Release
 from annotations.releases.services import release_build, release_create, release_policy_set
 from tests.annotations.releases_factories import closed_round
 from tests.annotations.workspace_factories import make_round, make_trace
 
-SECRETS = ("ZQXANN2RATIONALE", "ZQXANN2NOTES", "zqxann2code", "ZQXJUDGERATIONALE")
+SECRETS = (
+    "ZQXANN2RATIONALE",
+    "ZQXANN2NOTES",
+    "zqxann2code",
+    "ZQXJUDGERATIONALE",
+    "ZQXANN2ATTRIBUTION",
+    "Zqxann2agent",
+    "ZQXJUDGEATTRIBUTION",
+)
 
 
 @pytest.fixture
@@ -52,6 +60,7 @@ def world(project, manager, annotator, annotator2):
         task_success="no",
         notes="ZQXANN2NOTES",
         open_codes=["zqxann2code"],
+        attribution={"step": 1, "agent": "Zqxann2agent", "modes": ["2.1"], "reason": "ZQXANN2ATTRIBUTION"},
     )
     annotation_submit(annotation=ann, by=annotator2, base_revision=ann.revision)
     judge = Rater.objects.create(name="judge-scan", kind=Rater.Kind.LLM)
@@ -62,6 +71,7 @@ def world(project, manager, annotator, annotator2):
         annotation=jann, mode=project.taxonomy_version.modes.get(code="1.1"), decision="present",
         rationale="ZQXJUDGERATIONALE",
     )
+    Attribution.objects.create(annotation=jann, decisive_step=2, agent="Coder", reason="ZQXJUDGEATTRIBUTION")
     release_policy_set(project=project, by=manager, members_may_download=True)
     release = release_create(
         project=project, by=manager, selection=Release.Selection.FILTER, filters={"mas_name": [blind.mas_name]},

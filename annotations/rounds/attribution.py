@@ -78,7 +78,9 @@ class AttributionUnit:
 
 def round_attribution_units(*, round: Round) -> list[AttributionUnit]:
     """Per trace of the round, each annotator's attribution (submitted annotations only); traces
-    nobody attributed are left out."""
+    nobody attributed are left out (one query when nobody attributed anything in the round)."""
+    if not Attribution.objects.filter(annotation__round=round, annotation__state=Annotation.State.SUBMITTED).exists():
+        return []
     users = list(RoundAnnotator.objects.filter(round=round).order_by("user_id").values_list("user_id", flat=True))
     traces = list(RoundTrace.objects.filter(round=round).order_by("order", "id").values_list("trace_id", flat=True))
     got: dict[int, dict[int, Attribution]] = {}
@@ -290,6 +292,8 @@ def round_attribution_disagreements(*, round: Round, user, status: str = "all", 
     units = [u for u in round_attribution_units(round=round) if u.unanimous is None]
     if trace_id is not None:
         units = [u for u in units if u.trace_id == trace_id]
+    if not units:
+        return []
     decisions = {
         d.trace_id: d
         for d in AttributionDecision.objects.filter(round=round)

@@ -14,6 +14,7 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 
 from annotations.models import Round
+from annotations.rounds.attribution_views import attribution_cards_context
 from annotations.rounds.disagreements import round_disagreements
 from annotations.rounds.selectors import round_get, round_modes, round_require_report_access
 from annotations.rounds.services import adjudication_record, disagreement_comment_add
@@ -70,6 +71,11 @@ def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpRe
             "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
             and (access.can_manage or access.is_annotator),
             "nav": "projects",
+            **(
+                attribution_cards_context(rnd=rnd, user=request.user, access=access, status=status)
+                if not mode
+                else {}
+            ),
         },
     )
 

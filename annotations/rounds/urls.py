@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotations.rounds import disagreement_views, views
+from annotations.rounds import attribution_views, disagreement_views, views
 
 R = "p/<slug:slug>/rounds/<int:pk>/"
 D = R + "disagreements/<int:trace_id>/<str:code>/"
@@ -16,6 +16,11 @@ urlpatterns = [
     path(R + "disagreements/", disagreement_views.round_disagreements_page, name="round_disagreements"),
     path(D + "adjudicate/", disagreement_views.disagreement_adjudicate, name="disagreement_adjudicate"),
     path(D + "comments/", disagreement_views.disagreement_comment, name="disagreement_comment"),
+    path(
+        R + "attribution/<int:trace_id>/adjudicate/",
+        attribution_views.attribution_adjudicate_view,
+        name="attribution_adjudicate",
+    ),
     path(R + "revise/<str:code>/", views.round_revise, name="round_revise"),
     path(R + "<str:action>/", views.round_action, name="round_action"),
 ]

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.models import Round
 from annotations.rounds import report as presentation
+from annotations.rounds.attribution_report import attribution_context
 from annotations.rounds.sampling import STRATA_FIELDS, round_sample_preview
 from annotations.rounds.selectors import (
     project_annotator_choices,
@@ -313,6 +314,7 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "selected": set(extra_ids),
             "rater_set": report.rater_set,
             "trend": presentation.trend_chart(round_kappa_trend(project=project)),
+            "attribution": attribution_context(report.data.get("attribution")),
             "nav": "projects",
             **presentation.report_context(
                 report.data,

@@ -164,3 +164,51 @@ def test_agent_is_taken_from_the_decisive_step_and_a_missing_step_is_refused(pro
         annotation_save(annotation=ann, by=annotator, base_revision=ann.revision, labels=[], attribution={"step": 9})
     assert exc.value.errors[0]["field"] == "attribution.step"
     assert "step 9 does not exist" in exc.value.errors[0]["message"]
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_disagreements_page_with_attribution_cards_has_a_fixed_query_count(
+    project, manager, django_assert_num_queries, n
+):
+    from django.test import Client
+    from django.urls import reverse
+
+    people = _people(project, ["ann", "bob"])
+    traces = [make_trace(project, n_steps=6, agents=AGENTS, title=f"q{i}") for i in range(n)]
+    rnd = round_create(
+        project=project,
+        name="Q",
+        taxonomy_version=project.taxonomy_version,
+        annotators=people,
+        method="manual",
+        trace_ids=[t.pk for t in traces],
+        by=manager,
+    )
+    round_open(round=rnd, by=manager)
+    for k, user in enumerate(people):
+        for t in traces:
+            _label(rnd, user, t, (k + 1, "Coder"))
+    round_start_review(round=rnd, by=manager)
+    c = Client()
+    c.force_login(manager)
+    page = reverse("annotations:round_disagreements", args=[project.slug, rnd.pk]) + "?status=all"
+    html = c.get(page).content.decode()
+    assert html.count('class="attr-badge"') == n
+    with django_assert_num_queries(18):
+        c.get(page)
+
+
+def test_adjudicating_on_the_page_takes_one_raters_answer(review_round, manager):
+    from django.test import Client
+    from django.urls import reverse
+
+    rnd, traces, _ = review_round
+    c = Client()
+    c.force_login(manager)
+    url = reverse("annotations:attribution_adjudicate", args=[rnd.project.slug, rnd.pk, traces[3].pk])
+    html = c.post(url, {"choice": "rater:2", "note": "cat read step 14 right"}, HTTP_HX_REQUEST="true").content.decode()
+    d = AttributionDecision.objects.get(round=rnd, trace=traces[3])
+    assert (d.decisive_step, d.agent, d.basis, d.note) == (14, "Tester", "adjudicated", "cat read step 14 right")
+    assert "step 14 · Tester · adjudicated" in html
+    bad = c.post(url, {"choice": "other", "step": "x"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "must be a step number" in bad
