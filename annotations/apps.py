@@ -10,6 +10,7 @@ class AnnotationsConfig(AppConfig):
         taxonomy and traces never import annotations."""
         from annotations.judge import checks  # noqa: F401  (registers the settings checks)
         from annotations.labels.imported import MastDataJudgeHook
+        from annotations.labels.imported_attribution import GroundTruthAttributionHook
         from annotations.labels.trace_state import labelling_annotations
         from annotations.releases.jobs import RELEASE_JOBS
         from annotations.rounds.imported import MastHumanRoundsHook
@@ -24,6 +25,7 @@ class AnnotationsConfig(AppConfig):
         register_import_hook(MastDataJudgeHook())
         job_kind_register(RELEASE_JOBS)  # the sweep recovers release builds whose worker died (traces/jobs.py)
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
+        register_import_hook(GroundTruthAttributionHook())  # Who&When / TRAIL ground truth -> a source rater
         trace_label_state_register(labelling_annotations)  # the trace list's "labelled"
         version_user_register(name="annotations.round", fn=version_used_by_managed_round)
         # The project tab bar: between traces' Import (30) and Members (80).

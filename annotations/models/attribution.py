@@ -27,11 +27,10 @@ class Attribution(models.Model):
 
     class Meta:
         constraints = [
+            # People give a step or "no single step" (labels.attribution checks it); an imported
+            # source may give neither (TRAIL locates errors but names no decisive step), never both.
             models.CheckConstraint(
-                condition=(
-                    models.Q(no_single_step=True, decisive_step__isnull=True)
-                    | models.Q(no_single_step=False, decisive_step__isnull=False)
-                ),
+                condition=~models.Q(no_single_step=True, decisive_step__isnull=False),
                 name="attribution_step_or_none",
             ),
         ]

@@ -46,6 +46,7 @@ from django.db import connection, transaction
 
 from traces.importing.folders import sources_from_entries
 from traces.importing.hooks import ImportBatch, import_hooks
+from traces.importing.parquet import is_parquet, iter_parquet_traces
 from traces.importing.prep import clean_title, mast_record_trace, prepare
 from traces.importing.results import ImportProgress, ImportResult, TraceImportError
 from traces.importing.sources import (
@@ -175,6 +176,9 @@ def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
         data = head + read_or_refuse(f, settings.MAST_IMPORT_MAX_FILE_BYTES + 1 - len(head), name)
     if len(data) > settings.MAST_IMPORT_MAX_FILE_BYTES:
         raise TraceImportError(f"{name}: more than {settings.MAST_IMPORT_MAX_FILE_BYTES:,} bytes; refused")
+    if is_parquet(data):  # one trace per row (Who&When, TRAIL on the Hub); needs the whole file (footer)
+        yield from iter_parquet_traces(data, name=name, format=format)
+        return
     text = decode_text(data, name)
     try:
         parsed = parse_trace(text, format=format, filename=name)
