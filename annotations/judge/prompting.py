@@ -23,7 +23,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 DEFAULT_MAX_CHARS = 120_000
-PLACEHOLDERS = ("{definitions}", "{examples}", "{few_shot}", "{answer_format}", "{mode_codes}", "{trace}")
+PLACEHOLDERS = (
+    "{definitions}",
+    "{examples}",
+    "{few_shot}",
+    "{answer_format}",
+    "{mode_codes}",
+    "{trace}",
+    "{attribution_format}",
+)
 
 DEFAULT_TEMPLATE = """You are an expert in multi-agent LLM systems. Read the trace of one run of a \
 multi-agent system below and decide, for each failure mode of the taxonomy, whether it occurs in \
@@ -50,6 +58,13 @@ ANSWER_FORMAT = """Answer with one JSON object and nothing else:
             "rationale": "<one sentence>"}}, ...]}}
 Give exactly one entry for each of these codes: {codes}.
 "present" is true only when the trace shows the failure; cite the steps that show it."""
+
+# {attribution_format}: ask for the failure attribution too (Who&When's mistake_agent / mistake_step).
+ATTRIBUTION_FORMAT = """In the same JSON object, add the failure attribution:
+"attribution": {"agent": "<the agent responsible for the failure>", "step": <step number> | null,
+                "reason": "<one sentence>"}
+"step" is the decisive step: the earliest step from which the failure could no longer be avoided
+(null if the task succeeded or no single step decides it); "agent" is the agent of that step."""
 
 REPAIR_MESSAGE = (
     "Your previous answer could not be used: {error}. Reply again with ONLY the JSON object in the "
@@ -281,6 +296,7 @@ def build_messages(
             "answer_format": answer_format(codes),
             "mode_codes": ", ".join(codes),
             "trace": trace_text,
+            "attribution_format": ATTRIBUTION_FORMAT,
         },
     )
     system = "You label failure modes in multi-agent system traces. You answer with JSON only."
@@ -317,13 +333,23 @@ class ModeAnswer:
 
 
 @dataclass(frozen=True)
+class AttributionAnswer:
+    agent: str
+    step: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
 class Answer:
     task_success: str
     modes: tuple[ModeAnswer, ...]
     warnings: tuple[str, ...] = ()
+    attribution: AttributionAnswer | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {"attribution": asdict(self.attribution)} if self.attribution is not None else {}
         return {
+            **extra,
             "task_success": self.task_success,
             "modes": [
                 {
@@ -450,4 +476,28 @@ def parse_answer(raw: str, *, codes: Sequence[str], valid_steps: Iterable[int] =
     if ts not in ("yes", "no", "unknown"):
         warnings.append(f"task_success {ts[:20]!r} read as unknown")
         ts = "unknown"
-    return Answer(ts, tuple(found[c] for c in wanted), tuple(warnings))
+    attribution = _attribution(data, steps, warnings)
+    return Answer(ts, tuple(found[c] for c in wanted), tuple(warnings), attribution)
+
+
+def _attribution(data: Mapping[str, Any], steps: set[int], warnings: list[str]) -> AttributionAnswer | None:
+    """The optional attribution: ``{"attribution": {"agent", "step", "reason"}}``, or Who&When's flat
+    ``mistake_agent`` / ``mistake_step`` / ``mistake_reason``. A step the trace does not have is
+    dropped with a warning (the agent is kept); no agent and no step means no attribution."""
+    raw = data.get("attribution")
+    if not isinstance(raw, Mapping):
+        raw = {k: data.get(f"mistake_{k}") for k in ("agent", "step", "reason")}
+    agent = " ".join(str(raw.get("agent") or "").split())[:200]
+    step: int | None = None
+    value = raw.get("step")
+    if value not in (None, ""):
+        try:
+            step = int(str(value).strip().removeprefix("step").strip())
+        except ValueError:
+            warnings.append(f"attribution: dropped step {str(value)[:20]!r} (not a step number)")
+        if step is not None and steps and step not in steps:
+            warnings.append(f"attribution: dropped step {step} (no such step)")
+            step = None
+    if not agent and step is None:
+        return None
+    return AttributionAnswer(agent, step, str(raw.get("reason") or "").strip()[:500])

@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotations.judge.attribution import judge_attribution_quality
 from annotations.judge.prompting import PLACEHOLDERS
 from annotations.judge.prompts import prompt_template_active, prompt_template_save
 from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume
@@ -244,6 +245,7 @@ def judge_quality_page(request, slug, run_id):
             "role": role,
             "run": run,
             "q": quality,
+            "attribution": judge_attribution_quality(run=run, user=request.user),
             "rounds": rounds,
             "round_report_url": round_report_url,
             "nav": "projects",

@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from annotations.judge import prompting
 from annotations.judge import sql as judge_sql
+from annotations.judge.attribution import judge_attribution_write
 from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.selectors import trace_steps
@@ -447,6 +448,7 @@ def _write_result(
             source=source,
             labels=labels,
         )
+        judge_attribution_write(annotation_id=ann_id, trace_id=item.trace_id, answer=answer.attribution)
         values = {
             "state": JudgeItem.State.DONE,
             "raw_answer": raw,
