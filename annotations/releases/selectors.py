@@ -39,6 +39,7 @@ from annotations.rounds.agreed import (
     mask_sum,
     unpack,
 )
+from annotations.rounds.attribution import agreed_attributions, attribution_export
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import versions_mode_codes
@@ -309,6 +310,7 @@ def release_records(
                     evidence = _decode_evidence(ev_text)
                     extra[tid].setdefault(rid, {})[code] = (evidence, rationale)
 
+        attributions = attribution_export(agreed_attributions(project=project, trace_ids=ids, round=one_round))
         texts: dict[int, str] = {}
         for position, t in enumerate(chunk):
             if spec.trace_text and t["id"] not in texts:
@@ -340,6 +342,7 @@ def release_records(
                 "final_source": "consensus" if not used_majority else ("mixed" if has_consensus else "majority_vote"),
                 "final_basis": mode_basis,
             }
+            studio["attribution"] = attributions.get(tid)
             if spec.raters or spec.judge:
                 raters_out: dict[str, dict] = {}
                 judge_out: dict[str, dict] = {}

@@ -28,6 +28,15 @@ import pyarrow.parquet as pq
 
 MAST_FIELDS = ["mas_name", "llm_name", "benchmark_name", "trace_id"]
 CSV_FIXED = ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source"]
+# After the mode columns: the agreed attribution (empty when the trace has none; modes joined by "|").
+CSV_ATTRIBUTION = [
+    "decisive_step_id",
+    "decisive_step",
+    "no_single_step",
+    "responsible_agent",
+    "attribution_modes",
+    "attribution_reason",
+]
 _PARQUET_BATCH = 5000
 
 
@@ -116,7 +125,7 @@ class CsvWriter:
         self.codes = list(codes)
         self.out = _HashingFile(self.path)
         self.writer = csv.writer(_TextSink(self.out), lineterminator="\n")
-        self.writer.writerow(CSV_FIXED + [f"FM-{c}" for c in self.codes])
+        self.writer.writerow(CSV_FIXED + [f"FM-{c}" for c in self.codes] + CSV_ATTRIBUTION)
         self.rows = 0
 
     def write(self, record: dict[str, Any]) -> None:
@@ -131,6 +140,15 @@ class CsvWriter:
             studio.get("final_source", ""),
         ]
         row += ["" if labels.get(c) is None else labels[c] for c in self.codes]
+        a = studio.get("attribution") or {}
+        row += [
+            "" if a.get("step_id") is None else a["step_id"],
+            "" if a.get("step_index") is None else a["step_index"],
+            ("1" if a["no_single_step"] else "0") if a else "",
+            a.get("agent", ""),
+            "|".join(a.get("modes", [])),
+            a.get("reason", ""),
+        ]
         self.writer.writerow(row)
         self.rows += 1
 

@@ -334,12 +334,40 @@ def round_attribution_disagreements(*, round: Round, user, status: str = "all", 
     return out
 
 
-def agreed_attributions(*, project: Project, trace_ids=None) -> dict[int, AttributionDecision]:
-    """trace id -> the agreed attribution: the consensus of the latest closed round that has one."""
+def agreed_attributions(
+    *, project: Project, trace_ids=None, round: Round | None = None
+) -> dict[int, AttributionDecision]:
+    """trace id -> the agreed attribution: the consensus of the latest closed round that has one
+    (or of ``round`` only)."""
     qs = AttributionDecision.objects.filter(round__project=project, round__state=Round.State.CLOSED)
+    if round is not None:
+        qs = qs.filter(round=round)
     if trace_ids is not None:
         qs = qs.filter(trace_id__in=list(trace_ids))
     out: dict[int, AttributionDecision] = {}
     for d in qs.select_related("round").order_by("round__closed_at", "round_id"):
         out[d.trace_id] = d
     return out
+
+
+def attribution_export(decisions: dict[int, AttributionDecision]) -> dict[int, dict[str, Any]]:
+    """The agreed attributions as releases carry them: step id (``traces.Step`` id) and index,
+    agent, modes, reason, no_single_step, basis and round."""
+    pairs = [(t, d.decisive_step) for t, d in decisions.items() if d.decisive_step is not None]
+    step_ids: dict[tuple[int, int], int] = {}
+    if pairs:
+        rows = Step.objects.filter(trace_id__in={t for t, _ in pairs}, index__in={i for _, i in pairs})
+        step_ids = {(t, i): pk for pk, t, i in rows.values_list("id", "trace_id", "index")}
+    return {
+        t: {
+            "step_id": step_ids.get((t, d.decisive_step)),
+            "step_index": d.decisive_step,
+            "no_single_step": d.no_single_step,
+            "agent": d.agent,
+            "modes": list(d.modes),
+            "reason": d.reason,
+            "basis": d.basis,
+            "round": d.round.name,
+        }
+        for t, d in decisions.items()
+    }

@@ -16,6 +16,7 @@ from django.db import DatabaseError, transaction
 
 from annotations.models import Release, ReleaseFile
 from annotations.releases.services import release_build, release_create
+from annotations.releases.writers import CSV_ATTRIBUTION
 from taxonomy.services import mode_merge, mode_rename, version_draft_from, version_publish
 from tests.annotations.releases_factories import (
     all_codes,
@@ -115,7 +116,9 @@ def test_csv_has_one_row_per_trace_and_one_column_per_mode(project, manager, lab
     rows = list(csv.reader(io.StringIO(file_path(release, "csv").read_text())))
     header = rows[0]
     assert header[:6] == ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source"]
-    assert header[6:] == [f"FM-{c}" for c in all_codes(mast_version)]
+    n = len(all_codes(mast_version))
+    assert header[6 : 6 + n] == [f"FM-{c}" for c in all_codes(mast_version)]
+    assert header[6 + n :] == CSV_ATTRIBUTION
     assert len(rows) == 1 + 2
     t1 = next(r for r in rows if r[0] == labelled["t1"].external_id)
     assert t1[header.index("FM-1.3")] == "1" and t1[header.index("FM-1.1")] == "0"

@@ -212,3 +212,58 @@ def test_adjudicating_on_the_page_takes_one_raters_answer(review_round, manager)
     assert "step 14 · Tester · adjudicated" in html
     bad = c.post(url, {"choice": "other", "step": "x"}, HTTP_HX_REQUEST="true").content.decode()
     assert "must be a step number" in bad
+
+
+def test_releases_carry_the_agreed_attribution_in_every_format(review_round, manager, settings, tmp_path):
+    import csv
+    import io
+    import json
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from annotations.models import Release
+    from annotations.releases.services import release_build, release_create
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    rnd, traces, _ = review_round
+    for t in traces[1:]:
+        attribution_adjudicate(round=rnd, trace=t, step=4, modes=["1.1"], reason="ZQX agreed reason", by=manager)
+    round_close(round=rnd, by=manager)
+    release = release_create(
+        project=rnd.project, by=manager, options={"formats": ["jsonl", "csv", "parquet"]}, enqueue=False
+    )
+    release = release_build(release_id=release.pk)
+    assert release.status == Release.Status.DONE, release.error
+    files = {f.kind: f for f in release.files.all()}
+    step4 = traces[2].steps.get(index=4)
+    expected = {
+        "step_id": step4.pk,
+        "step_index": 4,
+        "no_single_step": False,
+        "agent": "Coder",
+        "modes": ["1.1"],
+        "reason": "ZQX agreed reason",
+        "basis": "adjudicated",
+        "round": "Attribution round",
+    }
+
+    def path(kind):
+        return Path(settings.MEDIA_ROOT) / files[kind].path
+
+    rows = [json.loads(line) for line in path("jsonl").read_text(encoding="utf-8").splitlines()]
+    by_pk = {r["mast_studio"]["trace_pk"]: r["mast_studio"]["attribution"] for r in rows}
+    assert by_pk[traces[2].pk] == expected
+    assert by_pk[traces[0].pk]["basis"] == "unanimous" and by_pk[traces[0].pk]["step_index"] == 3
+    table = pq.read_table(path("parquet")).to_pylist()
+    studio = {json.loads(r["mast_studio"])["trace_pk"]: json.loads(r["mast_studio"]) for r in table}
+    assert studio[traces[2].pk]["attribution"] == expected
+    with open(path("csv"), encoding="utf-8") as f:
+        csv_rows = list(csv.DictReader(io.StringIO(f.read())))
+    row = next(r for r in csv_rows if r["content_hash"] == traces[2].content_hash)
+    assert (row["decisive_step_id"], row["decisive_step"], row["responsible_agent"]) == (str(step4.pk), "4", "Coder")
+    assert (row["attribution_modes"], row["attribution_reason"], row["no_single_step"]) == (
+        "1.1",
+        "ZQX agreed reason",
+        "0",
+    )
