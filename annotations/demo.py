@@ -69,6 +69,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     from annotations.judge import demo as judge_demo
     from annotations.labels import demo as labels_demo
     from annotations.releases import demo as releases_demo
+    from annotations.rounds import attribution_demo
     from annotations.rounds import demo as rounds_demo
     from traces.importing import demo as importing_demo
     from traces.viewer import demo as viewer_demo
@@ -79,6 +80,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         labels_demo.seed,
         rounds_demo.seed,
         rounds_demo.seed_blind_round,
+        attribution_demo.seed,
         judge_demo.seed,
         releases_demo.seed,
     ]
