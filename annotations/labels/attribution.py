@@ -36,7 +36,8 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _text(value: Any, where: str, limit: int, errors: list) -> str:
+def clean_text(value: Any, where: str, limit: int, errors: list) -> str:
+    """Text of at most ``limit`` characters (None -> ""); problems go to ``errors`` (services share it)."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -91,9 +92,9 @@ def attribution_clean(
         errors.append(
             {"field": "attribution.step", "message": "a decisive step is needed (or 'no single decisive step')."}
         )
-    agent = " ".join(_text(raw.get("agent"), "attribution.agent", MAX_AGENT, errors).split())
+    agent = " ".join(clean_text(raw.get("agent"), "attribution.agent", MAX_AGENT, errors).split())
     modes = sorted(_codes(raw.get("modes"), "attribution.modes", codes, errors), key=lambda c: order.get(c, c))
-    reason = _text(raw.get("reason"), "attribution.reason", MAX_REASON, errors)
+    reason = clean_text(raw.get("reason"), "attribution.reason", MAX_REASON, errors)
     located = _clean_errors(raw.get("errors"), codes, errors)
     wanted = {s for s in [step, *(e["step"] for e in located)] if _is_int(s)}
     agents = (
@@ -144,8 +145,8 @@ def _clean_errors(value: Any, codes: set[str], errors: list) -> list[dict]:
                 "step": item["step"],
                 "mode": mode,
                 "severity": severity,
-                "category": _text(item.get("category"), f"{where}.category", MAX_AGENT, errors),
-                "note": _text(item.get("note"), f"{where}.note", MAX_NOTE, errors),
+                "category": clean_text(item.get("category"), f"{where}.category", MAX_AGENT, errors),
+                "note": clean_text(item.get("note"), f"{where}.note", MAX_NOTE, errors),
             }
         )
     return out

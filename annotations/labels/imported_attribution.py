@@ -7,7 +7,8 @@ is kept as one submitted annotation of an imported rater, so a judge is scored a
   ``mistake_step``, ``mistake_reason`` in the trace metadata): rater "Who&When ground truth",
   decisive step = ``mistake_step`` (an index into ``history``, which is our step index), agent =
   ``mistake_agent`` as the dataset names it, reason = ``mistake_reason``; task success "no".
-* **TRAIL** (rows with a ``labels`` column: ``{"errors": [{"category", "location", "evidence",
+* **TRAIL** (rows with a ``labels`` column, or ``metadata["trail_labels"]`` set by a span parser:
+  ``{"errors": [{"category", "location", "evidence",
   "description", "impact"}]}``): rater "TRAIL ground truth", the errors as located errors, each on
   the step whose span id is ``location``. The span-to-step map comes from the span parser as
   ``metadata["span_ids"]`` (position = step index). TRAIL names no decisive step, so none is stored.
@@ -104,8 +105,9 @@ class GroundTruthAttributionHook:
             if truth is not None:
                 found = (WHOWHEN_RATER, truth | {"errors": []})
         row = extra.get("row") or {}
-        if found is None and "labels" in row:
-            located = trail_located_errors(row["labels"], span_ids=meta.get("span_ids"), where=where)
+        labels = row.get("labels", meta.get("trail_labels"))  # a Parquet column, or set by a span parser
+        if found is None and labels is not None:
+            located = trail_located_errors(labels, span_ids=meta.get("span_ids"), where=where)
             found = (TRAIL_RATER, {"step": None, "agent": "", "reason": "", "errors": located})
         if found is not None:
             batch.state.setdefault(_STATE_KEY, []).append((trace_id, *found, where))

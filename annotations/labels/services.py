@@ -33,7 +33,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotations.labels.attribution import attribution_clean, attribution_write
+from annotations.labels.attribution import attribution_clean, attribution_write, clean_text
 from annotations.labels.selectors import annotation_snapshot
 from annotations.labels.visibility import BLIND_ROUND_STATES
 from annotations.models import (
@@ -224,15 +224,7 @@ def _clean_evidence(items: Any, where: str, trace: Trace, errors: list, wanted_s
     return clean
 
 
-def _clean_text(value: Any, where: str, limit: int, errors: list) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        errors.append({"field": where, "message": "must be text."})
-        return ""
-    if len(value) > limit:
-        errors.append({"field": where, "message": f"is {len(value):,} characters long; the limit is {limit:,}."})
-    return value
+_clean_text = clean_text
 
 
 def _clean_content(
