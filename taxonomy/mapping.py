@@ -58,6 +58,19 @@ def version_graph() -> dict[int, list[tuple[int, str, int]]]:
     return graph
 
 
+def mappings_fingerprint() -> tuple:
+    """Changes whenever a mapping a reader may follow changes (for caches of mapped labels); one query."""
+    from django.db import connection
+
+    cross, drafted, versions = (m._meta.db_table for m in (CrossMapping, ModeMapping, TaxonomyVersion))
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT COUNT(*), MAX(updated_at), (SELECT COUNT(*) FROM {drafted}), "  # noqa: S608 - table names
+            f"(SELECT COUNT(*) FROM {versions}) FROM {cross}"
+        )
+        return tuple(str(v) for v in cur.fetchone())
+
+
 def mapping_path(
     *, source_id: int, target_id: int, graph: dict[int, list[tuple[int, str, int]]] | None = None
 ) -> list[tuple[int, int, str, int]] | None:
@@ -258,6 +271,18 @@ class VersionMapper:
         self.sources.add(version_id)
         self.kinds.update(kinds)
         return dict(out)
+
+    def reached(self, version_id: int) -> dict[str, set[str]]:
+        """source code -> the target codes it reaches (empty for the target and unconnected versions)."""
+        self.steps(version_id)
+        return self._reach.get(version_id, {})
+
+    def map_quiet(self, version_id: int, values: dict[str, int | None]) -> dict[str, int | None]:
+        """``map`` without counting (a second look at values already counted)."""
+        if version_id == self.target.pk:
+            return values
+        steps = self.steps(version_id)
+        return {} if steps is None else map_codes(values, steps)
 
     def summary(self) -> list[dict]:
         """Per source version, in version order: label, whether it is the target, and the counts."""

@@ -69,7 +69,6 @@ def versions_mode_codes(*, version_ids: set[int]) -> dict[int, list[tuple[int, s
     return out
 
 
-
 @dataclass
 class DiffRow:
     code: str
