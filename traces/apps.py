@@ -20,3 +20,6 @@ class TracesConfig(AppConfig):
         project_tab_register(key="traces", label="Traces", url_name="trace_list", capability="view", order=20)
         project_tab_register(key="import", label="Import", url_name="import_page", capability="manage", order=30)
         project_tab_register(key="members", label="Members", url_name="project_members", capability="view", order=80)
+        project_tab_register(
+            key="settings", label="Settings", url_name="project_settings", capability="manage", order=90
+        )

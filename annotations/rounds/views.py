@@ -143,6 +143,8 @@ class RoundForm(forms.Form):
 def round_new(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     initial: dict[str, Any] = {"taxonomy_version": project.taxonomy_version_id}
+    if (request.GET.get("taxonomy_version") or "").isdigit():  # "start the next round on the revised draft"
+        initial["taxonomy_version"] = int(request.GET["taxonomy_version"])
     after = request.GET.get("after")
     if after and after.isdigit():
         prev = Round.objects.filter(project=project, pk=int(after)).first()
