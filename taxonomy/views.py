@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from taxonomy import services
-from taxonomy.access import user_can_draft, version_user_can_change
+from taxonomy.access import user_can_draft, version_adoption_offers, version_user_can_change
 from taxonomy.cross_mapping import cross_mapping_automap, cross_mapping_choices, cross_mapping_set
 from taxonomy.models import CrossMapping, Taxonomy, TaxonomyVersion
 from taxonomy.selectors import taxonomy_list, version_diff, version_get, version_modes
@@ -65,6 +65,7 @@ def version_page(request, slug, number):
             "siblings": siblings,
             "can_edit": version_user_can_change(user=request.user, version=version),
             "can_draft": user_can_draft(user=request.user),
+            "offers": version_adoption_offers(version=version, user=request.user),
             "nav": "taxonomy",
         },
     )
@@ -100,6 +101,8 @@ def version_publish_page(request, slug, number):
         messages.error(request, _errors(exc))
     else:
         messages.success(request, f"{version.label} is published and now frozen.")
+        if version_adoption_offers(version=version, user=request.user):
+            messages.info(request, "Make it the working version of your projects below, or keep the one they use.")
     return redirect("taxonomy:version", slug=slug, number=number)
 
 

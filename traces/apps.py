@@ -6,14 +6,15 @@ class TracesConfig(AppConfig):
     name = "traces"
 
     def ready(self) -> None:
-        from taxonomy.access import version_user_register
+        from taxonomy.access import version_adopters_register, version_user_register
         from traces import jobs
         from traces.importing.jobs import IMPORT_JOBS
-        from traces.projects.selectors import version_used_by_managed_project
+        from traces.projects.selectors import projects_that_could_adopt, version_used_by_managed_project
         from traces.projects.tabs import project_tab_register
 
         # Who may change a taxonomy draft: the managers of projects using it (taxonomy.access).
         version_user_register(name="traces.project", fn=version_used_by_managed_project)
+        version_adopters_register(name="traces.project", fn=projects_that_could_adopt)
         jobs.job_kind_register(IMPORT_JOBS)  # the sweep recovers imports whose worker died (traces/jobs.py)
         # The bar's order; the annotations app puts its tabs (rounds ... releases) at 40-70.
         project_tab_register(key="overview", label="Overview", url_name="project_detail", capability="view", order=10)

@@ -9,6 +9,7 @@ urlpatterns = [
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/members/", views.project_members_page, name="project_members"),
     path("p/<slug:slug>/settings/", views.project_settings_page, name="project_settings"),
+    path("p/<slug:slug>/settings/working-version/", views.project_working_version_page, name="project_working_version"),
     path("", include("traces.viewer.urls")),
     path("", include("traces.importing.urls")),
 ]

@@ -44,6 +44,7 @@ from annotations.rounds.services import (
     round_transition,
 )
 from taxonomy.models import FailureMode, TaxonomyVersion
+from traces.models import Project
 from traces.projects.selectors import project_get_for_user
 
 User = get_user_model()
@@ -111,6 +112,12 @@ class RoundForm(forms.Form):
     reveal_in_review = forms.BooleanField(
         required=False, initial=True, label="Annotators see each other's labels once the review starts"
     )
+    make_working_version = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Move the project to this version if it is newer than the working version",
+        help_text="At once for a published version; when the round opens (and publishes it) for a draft.",
+    )
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -167,13 +174,19 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
                 taxonomy_version=d["taxonomy_version"],
                 annotators=list(d["annotators"]),
                 reveal_in_review=d["reveal_in_review"],
+                make_working_version=d["make_working_version"],
                 by=request.user,
                 **form.sampling_kwargs(),
             )
         except ValidationError as exc:
             form.add_error(None, _errors(exc))
         else:
-            messages.success(request, f"Round {rnd.name} created as a draft. Open it when you are ready.")
+            moved = ""
+            if rnd.makes_working_version:
+                moved = f" Opening it makes {rnd.taxonomy_version.label} the working version."
+            elif Project.objects.get(pk=project.pk).taxonomy_version_id != project.taxonomy_version_id:
+                moved = f" The working version is now {rnd.taxonomy_version.label}."
+            messages.success(request, f"Round {rnd.name} created as a draft. Open it when you are ready.{moved}")
             return redirect("annotations:round_detail", slug=slug, pk=rnd.pk)
     return render(
         request,

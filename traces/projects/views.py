@@ -6,14 +6,21 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.authtoken.models import Token
 
 from taxonomy.models import TaxonomyVersion
 from traces.models import Membership
 from traces.projects.overview import project_overview, project_status_panels
 from traces.projects.selectors import project_get_for_user, project_list_for_user, project_members
-from traces.projects.services import membership_remove, membership_set, project_create, project_settings_update
+from traces.projects.services import (
+    membership_remove,
+    membership_set,
+    project_create,
+    project_settings_update,
+    project_working_version_set,
+)
 
 User = get_user_model()
 
@@ -183,3 +190,25 @@ def profile(request):
         return redirect("profile")
     memberships = request.user.memberships.select_related("project").order_by("project__name")
     return render(request, "traces/projects/profile.html", {"token": token, "memberships": memberships})
+
+
+@login_required
+@require_POST
+def project_working_version_page(request, slug):
+    """The one-click offer (a published revision's page): make ``version`` the working version."""
+    project, _role = project_get_for_user(user=request.user, slug=slug, capability="manage")
+    raw = request.POST.get("version", "")
+    version = TaxonomyVersion.objects.filter(pk=int(raw)).first() if raw.isdigit() else None
+    if version is None:
+        messages.error(request, f"No taxonomy version with id {raw[:20]!r}.")
+        return redirect("project_settings", slug=slug)
+    try:
+        project_working_version_set(project=project, version=version, by=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"{project.name} now works on {version.label}.")
+    nxt = request.POST.get("next", "")
+    if nxt and url_has_allowed_host_and_scheme(nxt, allowed_hosts={request.get_host()}):
+        return redirect(nxt)
+    return redirect("project_detail", slug=slug)
