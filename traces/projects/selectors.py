@@ -19,7 +19,9 @@ CAPABILITIES: dict[str, frozenset[str]] = {
 def project_list_for_user(*, user) -> QuerySet[Project]:
     qs = Project.objects.all() if user.is_superuser else Project.objects.filter(memberships__user=user)
     return (
-        qs.select_related("taxonomy_version__taxonomy").annotate(n_traces=Count("traces", distinct=True)).order_by("name")
+        qs.select_related("taxonomy_version__taxonomy")
+        .annotate(n_traces=Count("traces", distinct=True))
+        .order_by("name")
     )
 
 
