@@ -75,6 +75,9 @@ def round_list(request: HttpRequest, slug: str) -> HttpResponse:
             "role": role,
             "rounds": rounds,
             "trend": presentation.trend_chart(round_kappa_trend(project=project)) if rounds else None,
+            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True))
+            if any(r.imported_from for r in rounds)
+            else None,
             "nav": "projects",
         },
     )
@@ -328,6 +331,7 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "selected": set(extra_ids),
             "rater_set": report.rater_set,
             "trend": presentation.trend_chart(round_kappa_trend(project=project)),
+            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True)),
             "nav": "projects",
             **presentation.report_context(
                 report.data,
