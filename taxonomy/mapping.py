@@ -230,6 +230,12 @@ class VersionMapper:
                 self._reach[version_id] = reach(self._steps[version_id])
         return self._steps[version_id]
 
+    def note_target(self, n: int) -> None:
+        """Count ``n`` labels read in the target version itself (folds that skip ``map`` for speed)."""
+        c = self.by_version[self.target.pk]
+        c.labels += n
+        c.mapped += n
+
     def has_path(self, version_id: int) -> bool:
         return self.steps(version_id) is not None
 

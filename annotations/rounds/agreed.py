@@ -181,7 +181,9 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
         p, k = int(p or 0), int(k or 0)
         u, m = (int(row[5] or 0), int(row[6] or 0)) if bases else (0, 0)
         carried = 0
-        if vid != target or not same_bits:
+        if vid == target and same_bits:
+            mapper.note_target(bin(k).count("1"))
+        else:
             src = codes_of[vid]
             src_bit = {c: i for i, c in enumerate(src)}
             values = unpack(p, k, src)
