@@ -34,6 +34,7 @@ def test_the_loop_across_two_versions(
     r1 = make_review_round(project, manager=manager, annotators=[annotator, annotator2], traces=t1, name="Round 1")
     round_close(round=r1, by=manager)
     base = live_server.url
+    page.set_default_timeout(60000)  # a loaded shared machine; the steps are few
     login(page, manager)
 
     # revise 1.5 from round 1
@@ -79,6 +80,7 @@ def test_the_loop_across_two_versions(
     expect(page.get_by_test_id("mapping-counts")).to_contain_text("70 of 70 from MAST v1")
     screenshot(page, "loop-dashboard-v2")
 
+    project.refresh_from_db()  # the working version moved in the browser
     release = release_create(project=project, by=manager, enqueue=False)
     release_build(release_id=release.pk)
     assert Release.objects.get(pk=release.pk).n_traces == 10
