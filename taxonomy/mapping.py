@@ -230,6 +230,28 @@ class VersionMapper:
                 self._reach[version_id] = reach(self._steps[version_id])
         return self._steps[version_id]
 
+    def snapshot(self, version_id: int) -> tuple:
+        c = self.by_version[version_id]
+        return (c.labels, c.mapped, c.unknown, c.dropped, c.no_path, self.mapped, self.unmappable, Counter(self.kinds))
+
+    def delta(self, version_id: int, before: tuple) -> tuple:
+        """What one ``map`` call added to the counts since ``snapshot`` (replayed for a repeated pattern)."""
+        now = self.snapshot(version_id)
+        return tuple(a - b for a, b in zip(now[:7], before[:7], strict=True)) + (now[7] - before[7],)
+
+    def replay(self, version_id: int, delta: tuple) -> None:
+        c = self.by_version[version_id]
+        c.labels += delta[0]
+        c.mapped += delta[1]
+        c.unknown += delta[2]
+        c.dropped += delta[3]
+        c.no_path += delta[4]
+        self.mapped += delta[5]
+        self.unmappable += delta[6]
+        self.kinds.update(delta[7])
+        if version_id != self.target.pk and (delta[1] or delta[2] or delta[3]):
+            self.sources.add(version_id)
+
     def note_target(self, n: int) -> None:
         """Count ``n`` labels read in the target version itself (folds that skip ``map`` for speed)."""
         c = self.by_version[self.target.pk]

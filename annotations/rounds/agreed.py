@@ -176,14 +176,21 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
     bit_of = {c: i for i, c in enumerate(mapper.codes)}
     codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
     same_bits = codes_of.get(target) == mapper.codes
+    # without bases a row's result depends only on (version, present, known): map each pattern once
+    seen: dict[tuple[int, int, int], tuple[int, int, tuple]] = {}
     for row in rows:
         tid, _rid, vid, p, k = row[:5]
         p, k = int(p or 0), int(k or 0)
         u, m = (int(row[5] or 0), int(row[6] or 0)) if bases else (0, 0)
         carried = 0
-        if vid == target and same_bits:
+        hit = None if bases else seen.get((vid, p, k))
+        if hit is not None:
+            p, k, delta = hit
+            mapper.replay(vid, delta)
+        elif vid == target and same_bits:
             mapper.note_target(bin(k).count("1"))
         else:
+            key, before = (vid, p, k), mapper.snapshot(vid)
             src = codes_of[vid]
             src_bit = {c: i for i, c in enumerate(src)}
             values = unpack(p, k, src)
@@ -202,6 +209,8 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
                 elif (m >> i) & 1:
                     pm |= b
             u, m = pu, pm
+            if not bases:
+                seen[key] = (p, k, mapper.delta(vid, before))
         out.present[tid] = (out.present.get(tid, 0) & ~k) | p
         out.known[tid] = out.known.get(tid, 0) | k
         if bases:
