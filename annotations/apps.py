@@ -15,9 +15,11 @@ class AnnotationsConfig(AppConfig):
         from annotations.releases.jobs import RELEASE_JOBS
         from annotations.rounds.imported import MastHumanRoundsHook
         from annotations.rounds.taxonomy_users import version_used_by_managed_round
+        from annotations.status import project_status
         from taxonomy.access import version_user_register
         from traces.importing.hooks import register_import_hook
         from traces.jobs import job_kind_register
+        from traces.projects.overview import project_status_register
         from traces.projects.tabs import project_tab_register
         from traces.viewer.label_state import trace_label_state_register
 
@@ -27,6 +29,8 @@ class AnnotationsConfig(AppConfig):
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
         register_import_hook(GroundTruthAttributionHook())  # Who&When / TRAIL ground truth -> a source rater
         trace_label_state_register(labelling_annotations)  # the trace list's "labelled"
+        # the project home page's "where the work stands" panel (annotations/status.py)
+        project_status_register(key="loop", fn=project_status, template="annotations/_status.html", order=10)
         version_user_register(name="annotations.round", fn=version_used_by_managed_round)
         # The project tab bar: between traces' Import (30) and Members (80).
         for key, label, url_name, capability, order in (

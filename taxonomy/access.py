@@ -24,6 +24,20 @@ from taxonomy.models import TaxonomyVersion
 
 VersionUser = Callable[..., bool]
 _VERSION_USERS: dict[str, VersionUser] = {}
+# name -> fn(*, version, user) -> [{"project": ..., "current": ..., "url": ...}]: projects ``user``
+# manages that could move to ``version`` (the offer after publishing a revised version)
+_ADOPTERS: dict[str, Callable[..., list[dict]]] = {}
+
+
+def version_adopters_register(*, name: str, fn: Callable[..., list[dict]]) -> None:
+    _ADOPTERS[name] = fn
+
+
+def version_adoption_offers(*, version: TaxonomyVersion, user) -> list[dict]:
+    """Projects ``user`` manages whose working version ``version`` is newer than (published versions only)."""
+    if not user.is_authenticated or not version.is_published:
+        return []
+    return [offer for fn in _ADOPTERS.values() for offer in fn(version=version, user=user)]
 
 
 def version_user_register(*, name: str, fn: VersionUser) -> None:

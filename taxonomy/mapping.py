@@ -1,43 +1,137 @@
-"""Carrying labels across taxonomy versions through the recorded mode mapping (``ModeMapping``).
+"""Carrying labels across taxonomy versions through the recorded mappings.
 
-A label of an older version reaches a newer one step by step along the newer version's parents;
-``map_codes`` is the pure rule for one value per code, ``VersionMapper`` walks the chain for any
-source version and counts what it carried (releases report the counts in their manifest).
+The versions form a graph. Its edges are
+
+* a drafted version and its parent: the ``ModeMapping`` rows drafting recorded (parent -> child);
+* any two versions a ``CrossMapping`` pair links (an imported version matched onto an existing
+  one, or a manager's mapping on the mapping page). Cross rows for a (parent, child) pair replace
+  the drafted rows of that pair: published drafted rows are frozen, corrections live there.
+
+A label of any version reaches the target along the shortest path of edges (``mapping_path``,
+fewest steps; forward edges preferred on ties). An edge walked backwards is inverted
+(``invert_step``): a rename stays a rename, a split read backwards is a merge, a merge read
+backwards is a split, an added mode is a removed one and the reverse. So v1 -> v2 -> v3 chains,
+v3 labels reach v1, and an imported version reaches MAST v1 through its matched mapping.
+
+``map_codes`` is the pure rule for one step; ``VersionMapper`` walks the path for any source
+version and counts, per source version, what it carried (``by_version``): labels read, labels
+that reached a target mode with a decided value (``mapped``), labels whose target value the
+mapping cannot decide (``unknown``: a split mode's "present"), labels whose mode has no target
+(``dropped``: a removed mode, or a mode nothing maps), and all labels of a version with no path
+(``no_path``). Pages and exports show these counts; nothing is dropped silently.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
+from dataclasses import dataclass
 
-from taxonomy.models import ModeMapping, TaxonomyVersion
+from taxonomy.models import CrossMapping, ModeMapping, TaxonomyVersion
 from taxonomy.selectors import version_modes
 
 Step = list[tuple[str, str, str]]  # (old_code, new_code, kind) edges of one version step
+K = ModeMapping.Kind
+INVERSE_KIND = {K.SPLIT: K.MERGE, K.MERGE: K.SPLIT, K.ADD: K.REMOVE, K.REMOVE: K.ADD}
 
 
-def mapping_steps(*, source_id: int, target: TaxonomyVersion) -> list[Step] | None:
-    """The chain of mapping steps from version `source_id` to `target` along target's parents.
+def invert_step(step: Step) -> Step:
+    """The same step read from the new version back to the old one (pure)."""
+    return [(new, old, str(INVERSE_KIND.get(kind, kind))) for old, new, kind in step]
 
-    [] when they are the same version, None when `source_id` is not an ancestor of `target`
-    (labels of that version cannot be carried over).
-    """
-    chain: list[int] = []
-    version: TaxonomyVersion | None = target
-    seen: set[int] = set()
-    while version is not None and version.pk != source_id:
-        if version.pk in seen:
-            return None
-        seen.add(version.pk)
-        chain.append(version.pk)
-        version = version.parent
-    if version is None:
+
+def version_graph() -> dict[int, list[tuple[int, str, int]]]:
+    """version id -> [(neighbour id, "drafted"|"cross", direction +1 forward / -1 backward)].
+
+    Two small queries (version rows and distinct cross pairs), whatever the number of labels."""
+    graph: dict[int, list[tuple[int, str, int]]] = defaultdict(list)
+    cross = set(CrossMapping.objects.order_by().values_list("source_id", "target_id").distinct())
+    for vid, parent in TaxonomyVersion.objects.exclude(parent=None).values_list("id", "parent_id"):
+        if (parent, vid) in cross:
+            continue
+        graph[parent].append((vid, "drafted", 1))
+        graph[vid].append((parent, "drafted", -1))
+    for s, t in sorted(cross):
+        graph[s].append((t, "cross", 1))
+        graph[t].append((s, "cross", -1))
+    for vid in graph:
+        graph[vid].sort(key=lambda e: (-e[2], e[0]))  # forward edges first: ties prefer them
+    return graph
+
+
+def mappings_fingerprint() -> tuple:
+    """Changes whenever a mapping a reader may follow changes (for caches of mapped labels); one query."""
+    from django.db import connection
+
+    cross, drafted, versions = (m._meta.db_table for m in (CrossMapping, ModeMapping, TaxonomyVersion))
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT COUNT(*), MAX(updated_at), (SELECT COUNT(*) FROM {drafted}), "  # noqa: S608 - table names
+            f"(SELECT COUNT(*) FROM {versions}) FROM {cross}"
+        )
+        return tuple(str(v) for v in cur.fetchone())
+
+
+def mapping_path(
+    *, source_id: int, target_id: int, graph: dict[int, list[tuple[int, str, int]]] | None = None
+) -> list[tuple[int, int, str, int]] | None:
+    """The edges (from, to, how, direction) from ``source_id`` to ``target_id``; [] for the same
+    version, None when no recorded mapping connects them."""
+    if source_id == target_id:
+        return []
+    graph = version_graph() if graph is None else graph
+    prev: dict[int, tuple[int, str, int]] = {source_id: (source_id, "", 0)}
+    queue = deque([source_id])
+    while queue:
+        v = queue.popleft()
+        if v == target_id:
+            break
+        for n, how, d in graph.get(v, ()):
+            if n not in prev:
+                prev[n] = (v, how, d)
+                queue.append(n)
+    if target_id not in prev:
         return None
-    rows = defaultdict(list)
-    for vid, old, new, kind in ModeMapping.objects.filter(version_id__in=chain).values_list(
-        "version_id", "old_code", "new_code", "kind"
-    ):
-        rows[vid].append((old, new, kind))
-    return [rows[vid] for vid in reversed(chain)]
+    path = []
+    v = target_id
+    while v != source_id:
+        u, how, d = prev[v]
+        path.append((u, v, how, d))
+        v = u
+    return list(reversed(path))
+
+
+def _edge_rows(edges: list[tuple[int, int, str, int]]) -> dict[tuple[int, int], Step]:
+    """Rows of each edge as (old, new, kind) from the edge's forward source to its forward target."""
+    drafted = {(u, v) if d > 0 else (v, u) for u, v, how, d in edges if how == "drafted"}
+    cross = {(u, v) if d > 0 else (v, u) for u, v, how, d in edges if how == "cross"}
+    rows: dict[tuple[int, int], Step] = {pair: [] for pair in drafted | cross}
+    if drafted:
+        children = {c: p for p, c in drafted}
+        for vid, old, new, kind in ModeMapping.objects.filter(version_id__in=children).values_list(
+            "version_id", "old_code", "new_code", "kind"
+        ):
+            rows[(children[vid], vid)].append((old, new, kind))
+    if cross:
+        sources = {s for s, _ in cross}
+        for s, t, old, new, kind in CrossMapping.objects.filter(source_id__in=sources).values_list(
+            "source_id", "target_id", "old_code", "new_code", "kind"
+        ):
+            if (s, t) in rows and (s, t) in cross:
+                rows[(s, t)].append((old, new, kind))
+    return rows
+
+
+def mapping_steps(*, source_id: int, target: TaxonomyVersion, graph=None) -> list[Step] | None:
+    """The chain of mapping steps from version ``source_id`` to ``target`` (see ``mapping_path``);
+    [] for the same version, None when nothing connects them (labels of that version cannot be carried)."""
+    path = mapping_path(source_id=source_id, target_id=target.pk, graph=graph)
+    if path is None:
+        return None
+    rows = _edge_rows(path)
+    steps = []
+    for u, v, _how, d in path:
+        steps.append(rows[(u, v)] if d > 0 else invert_step(rows[(v, u)]))
+    return steps
 
 
 def map_codes(values: dict[str, int | None], steps: list[Step]) -> dict[str, int | None]:
@@ -59,7 +153,7 @@ def map_codes(values: dict[str, int | None], steps: list[Step]) -> dict[str, int
             if old not in values:
                 continue
             v = values[old]
-            if kind == ModeMapping.Kind.SPLIT and v == 1:
+            if kind == K.SPLIT and v == 1:
                 v = None
             parts[new].append(v)
         out: dict[str, int | None] = {}
@@ -74,35 +168,157 @@ def map_codes(values: dict[str, int | None], steps: list[Step]) -> dict[str, int
     return values
 
 
+def reach(steps: list[Step]) -> dict[str, set[str]]:
+    """source code -> the target codes it reaches through ``steps`` (pure); codes of the first
+    step's old side that reach nothing map to an empty set."""
+    out: dict[str, set[str]] = {}
+    firsts = {old for old, _n, _k in (steps[0] if steps else []) if old}
+    for code in firsts:
+        cur = {code}
+        for step in steps:
+            cur = {new for old, new, _k in step if old in cur and new}
+        out[code] = cur
+    return out
+
+
+@dataclass
+class SourceCounts:
+    """What a mapper carried from one source version (see the module doc)."""
+
+    labels: int = 0
+    mapped: int = 0
+    unknown: int = 0
+    dropped: int = 0
+    no_path: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "labels": self.labels,
+            "mapped": self.mapped,
+            "unknown": self.unknown,
+            "dropped": self.dropped,
+            "no_path": self.no_path,
+        }
+
+
 class VersionMapper:
-    """Maps {code: value} of any source version to the target version, caching the step chains."""
+    """Maps {code: value} of any source version to the target version, caching paths and results.
+
+    ``mapped``/``unmappable``/``kinds``/``sources`` are the totals releases record; ``by_version``
+    has the per-source counts pages show. Results are memoised per (version, values), so folding
+    10,000 traces costs one mapping per distinct label pattern."""
 
     def __init__(self, target: TaxonomyVersion, codes: list[str] | None = None) -> None:
         self.target = target
         self.codes = codes if codes is not None else [m.code for m in version_modes(version=target)]
         self._steps: dict[int, list[Step] | None] = {target.pk: []}
+        self._reach: dict[int, dict[str, set[str]]] = {}
+        self._memo: dict[tuple, tuple[dict[str, int | None], tuple[int, int, int, tuple]]] = {}
+        self._graph = None
         self.mapped = 0
         self.unmappable = 0
         self.kinds: Counter[str] = Counter()
         self.sources: set[int] = set()
+        self.by_version: dict[int, SourceCounts] = defaultdict(SourceCounts)
 
     def steps(self, version_id: int) -> list[Step] | None:
         if version_id not in self._steps:
-            self._steps[version_id] = mapping_steps(source_id=version_id, target=self.target)
+            if self._graph is None:
+                self._graph = version_graph()
+            self._steps[version_id] = mapping_steps(source_id=version_id, target=self.target, graph=self._graph)
+            if self._steps[version_id]:
+                self._reach[version_id] = reach(self._steps[version_id])
         return self._steps[version_id]
 
+    def snapshot(self, version_id: int) -> tuple:
+        c = self.by_version[version_id]
+        return (c.labels, c.mapped, c.unknown, c.dropped, c.no_path, self.mapped, self.unmappable, Counter(self.kinds))
+
+    def delta(self, version_id: int, before: tuple) -> tuple:
+        """What one ``map`` call added to the counts since ``snapshot`` (replayed for a repeated pattern)."""
+        now = self.snapshot(version_id)
+        return tuple(a - b for a, b in zip(now[:7], before[:7], strict=True)) + (now[7] - before[7],)
+
+    def replay(self, version_id: int, delta: tuple) -> None:
+        c = self.by_version[version_id]
+        c.labels += delta[0]
+        c.mapped += delta[1]
+        c.unknown += delta[2]
+        c.dropped += delta[3]
+        c.no_path += delta[4]
+        self.mapped += delta[5]
+        self.unmappable += delta[6]
+        self.kinds.update(delta[7])
+        if version_id != self.target.pk and (delta[1] or delta[2] or delta[3]):
+            self.sources.add(version_id)
+
+    def note_target(self, n: int) -> None:
+        """Count ``n`` labels read in the target version itself (folds that skip ``map`` for speed)."""
+        c = self.by_version[self.target.pk]
+        c.labels += n
+        c.mapped += n
+
+    def has_path(self, version_id: int) -> bool:
+        return self.steps(version_id) is not None
+
     def map(self, version_id: int, values: dict[str, int | None]) -> dict[str, int | None]:
+        counts = self.by_version[version_id]
+        known = sum(1 for v in values.values() if v is not None)
+        counts.labels += known
         if version_id == self.target.pk:
+            counts.mapped += known
             return values
         steps = self.steps(version_id)
         if steps is None:
             self.unmappable += len(values)
+            counts.no_path += known
             return {}
-        out = map_codes(values, steps)
+        key = (version_id, tuple(sorted(values.items(), key=lambda kv: kv[0])))
+        hit = self._memo.get(key)
+        if hit is None:
+            out = map_codes(values, steps)
+            reached = self._reach.get(version_id, {})
+            n_mapped = n_unknown = n_dropped = 0
+            for code, v in values.items():
+                if v is None:
+                    continue
+                targets = reached.get(code, set())
+                if not targets:
+                    n_dropped += 1
+                elif any(out.get(t) is not None for t in targets):
+                    n_mapped += 1
+                else:
+                    n_unknown += 1
+            kinds = tuple(kind for step in steps for old, _new, kind in step if old in values)
+            hit = self._memo[key] = (out, (n_mapped, n_unknown, n_dropped, kinds))
+        out, (n_mapped, n_unknown, n_dropped, kinds) = hit
+        counts.mapped += n_mapped
+        counts.unknown += n_unknown
+        counts.dropped += n_dropped
         self.mapped += sum(1 for v in out.values() if v is not None)
         self.sources.add(version_id)
-        for step in steps:
-            for old, _new, kind in step:
-                if old in values:
-                    self.kinds[kind] += 1
-        return out
+        self.kinds.update(kinds)
+        return dict(out)
+
+    def reached(self, version_id: int) -> dict[str, set[str]]:
+        """source code -> the target codes it reaches (empty for the target and unconnected versions)."""
+        self.steps(version_id)
+        return self._reach.get(version_id, {})
+
+    def map_quiet(self, version_id: int, values: dict[str, int | None]) -> dict[str, int | None]:
+        """``map`` without counting (a second look at values already counted)."""
+        if version_id == self.target.pk:
+            return values
+        steps = self.steps(version_id)
+        return {} if steps is None else map_codes(values, steps)
+
+    def summary(self) -> list[dict]:
+        """Per source version, in version order: label, whether it is the target, and the counts."""
+        ids = [vid for vid, c in self.by_version.items() if c.labels or c.no_path]
+        labels = {v.pk: v.label for v in TaxonomyVersion.objects.filter(pk__in=ids).select_related("taxonomy")}
+        rows = [
+            {"version_id": vid, "version": labels.get(vid, f"version {vid}"), "is_target": vid == self.target.pk}
+            | self.by_version[vid].as_dict()
+            for vid in ids
+        ]
+        return sorted(rows, key=lambda r: (not r["is_target"], r["version"]))

@@ -128,3 +128,39 @@ class ModeMapping(models.Model):
 
     def __str__(self) -> str:
         return f"{self.old_code or '-'} -> {self.new_code or '-'} ({self.kind})"
+
+
+class CrossMapping(models.Model):
+    """A mapping between two versions that were not drafted from one another, or a manager's
+    correction of a drafted one: the same rows as ``ModeMapping`` (old code -> new code, kind),
+    between any ``source`` and ``target``.
+
+    Rows for a (source, target) pair replace the drafted mapping of that pair when the target's
+    parent is the source (published ``ModeMapping`` rows are frozen; corrections live here).
+    ``auto`` marks rows written by the name/code matcher (``taxonomy.automap``).
+    """
+
+    source = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="cross_out")
+    target = models.ForeignKey(TaxonomyVersion, on_delete=models.CASCADE, related_name="cross_in")
+    old_code = models.CharField(max_length=10, blank=True)
+    new_code = models.CharField(max_length=10, blank=True)
+    kind = models.CharField(max_length=10, choices=ModeMapping.Kind.choices)
+    note = models.TextField(blank=True)
+    auto = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["source", "target", "old_code", "new_code"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target", "old_code", "new_code"], name="cross_mapping_unique"),
+            models.CheckConstraint(condition=~models.Q(source=models.F("target")), name="cross_mapping_two_versions"),
+            models.CheckConstraint(
+                condition=~(models.Q(old_code="") & models.Q(new_code="")), name="cross_mapping_has_a_code"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_id}:{self.old_code or '-'} -> {self.target_id}:{self.new_code or '-'} ({self.kind})"

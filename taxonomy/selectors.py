@@ -69,6 +69,20 @@ def versions_mode_codes(*, version_ids: set[int]) -> dict[int, list[tuple[int, s
     return out
 
 
+def version_is_newer(*, version: TaxonomyVersion, than: TaxonomyVersion | None) -> bool:
+    """Is ``version`` a later version than ``than``: drafted from it (directly or through a chain of
+    parents), or a higher number of the same taxonomy? Versions of other taxonomies are not newer."""
+    if than is None or version.pk == than.pk:
+        return False
+    seen: set[int] = set()
+    v = version.parent
+    while v is not None and v.pk not in seen:
+        if v.pk == than.pk:
+            return True
+        seen.add(v.pk)
+        v = v.parent
+    return version.taxonomy_id == than.taxonomy_id and version.number > than.number
+
 
 @dataclass
 class DiffRow:

@@ -7,6 +7,7 @@ app_name = "taxonomy"
 urlpatterns = [
     path("", views.taxonomy_list_page, name="list"),
     path("import/", views.version_import_page, name="import"),
+    path("mappings/", views.mapping_page, name="mappings"),
     path("<slug:slug>/v<int:number>/", views.version_page, name="version"),
     path("<slug:slug>/v<int:number>/export.json", views.version_export_json, name="export"),
     path("<slug:slug>/v<int:number>/draft/", views.version_draft_page, name="draft"),

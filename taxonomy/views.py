@@ -6,14 +6,16 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Count, Max
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from taxonomy import services
-from taxonomy.access import user_can_draft, version_user_can_change
-from taxonomy.models import Taxonomy
-from taxonomy.selectors import taxonomy_list, version_diff, version_get
+from taxonomy.access import user_can_draft, version_adoption_offers, version_user_can_change
+from taxonomy.cross_mapping import cross_mapping_automap, cross_mapping_choices, cross_mapping_set
+from taxonomy.models import CrossMapping, Taxonomy, TaxonomyVersion
+from taxonomy.selectors import taxonomy_list, version_diff, version_get, version_modes
 
 
 def _version_or_404(slug, number):
@@ -63,6 +65,7 @@ def version_page(request, slug, number):
             "siblings": siblings,
             "can_edit": version_user_can_change(user=request.user, version=version),
             "can_draft": user_can_draft(user=request.user),
+            "offers": version_adoption_offers(version=version, user=request.user),
             "nav": "taxonomy",
         },
     )
@@ -98,6 +101,8 @@ def version_publish_page(request, slug, number):
         messages.error(request, _errors(exc))
     else:
         messages.success(request, f"{version.label} is published and now frozen.")
+        if version_adoption_offers(version=version, user=request.user):
+            messages.info(request, "Make it the working version of your projects below, or keep the one they use.")
     return redirect("taxonomy:version", slug=slug, number=number)
 
 
@@ -250,3 +255,89 @@ def version_import_page(request):
             messages.success(request, f"Imported {version.label}.")
             return redirect("taxonomy:version", slug=version.taxonomy.slug, number=version.number)
     return render(request, "taxonomy/import.html", {"form": form, "nav": "taxonomy"})
+
+
+# ------------------------------------------------------------------ mappings between any two versions
+
+
+def _version_by_id(raw) -> TaxonomyVersion | None:
+    text = str(raw or "").strip()
+    return TaxonomyVersion.objects.select_related("taxonomy").filter(pk=int(text)).first() if text.isdigit() else None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def mapping_page(request):
+    """Pick two versions and say, for every mode of the first, which mode of the second it becomes
+    (or that it is dropped). Stored as ``CrossMapping`` rows (``taxonomy.cross_mapping``); readers
+    of labels follow them (``taxonomy.mapping``). Project managers and site staff edit."""
+    versions = list(TaxonomyVersion.objects.select_related("taxonomy").order_by("taxonomy__name", "number"))
+    source = _version_by_id(request.POST.get("source") or request.GET.get("source"))
+    target = _version_by_id(request.POST.get("target") or request.GET.get("target"))
+    can_edit = user_can_draft(user=request.user)
+    rows, error = [], ""
+    if source and target and source.pk == target.pk:
+        error = "Pick two different versions."
+        source = None
+    if request.method == "POST":
+        if not can_edit:
+            raise PermissionDenied("Only project managers and site admins edit mappings.")
+        if not (source and target):
+            raise Http404("Pick the two versions.")
+        try:
+            if "automap" in request.POST:
+                n = cross_mapping_automap(source=source, target=target, by=request.user, keep_edited=False)
+                messages.success(request, f"Matched {source.label} onto {target.label} by name and code ({n} rows).")
+            else:
+                choices = {}
+                for m in version_modes(version=source):
+                    value = request.POST.get(f"map-{m.code}")
+                    if value is None:
+                        raise ValidationError(f"The form did not say what becomes of {m.code}.")
+                    choices[m.code] = [] if value == "" else [value]
+                n = cross_mapping_set(
+                    source=source, target=target, choices=choices, by=request.user, note=request.POST.get("note", "")
+                )
+                messages.success(request, f"Mapping from {source.label} to {target.label} saved ({n} rows).")
+        except ValidationError as exc:
+            messages.error(request, _errors(exc))
+        return redirect(f"{request.path}?source={source.pk}&target={target.pk}")
+    pairs = (
+        CrossMapping.objects.order_by()
+        .values("source_id", "target_id", "auto")
+        .annotate(n=Count("id"), at=Max("updated_at"))
+        .order_by("-at")
+    )
+    by_id = {v.pk: v for v in versions}
+    pair_list = [
+        {"source": by_id.get(p["source_id"]), "target": by_id.get(p["target_id"]), "auto": p["auto"], "n": p["n"]}
+        for p in pairs
+    ]
+    stored = False
+    if source and target:
+        choices = cross_mapping_choices(source=source, target=target)
+        stored = CrossMapping.objects.filter(source=source, target=target).exists()
+        target_modes = version_modes(version=target)
+        names = {m.code: m.name for m in target_modes}
+        for m in version_modes(version=source):
+            chosen = choices.get(m.code, [])
+            rows.append({"mode": m, "chosen": chosen, "chosen_names": [names.get(c, "") for c in chosen]})
+    else:
+        target_modes = []
+    return render(
+        request,
+        "taxonomy/mappings.html",
+        {
+            "versions": versions,
+            "source": source,
+            "target": target,
+            "rows": rows,
+            "target_modes": target_modes,
+            "pairs": pair_list,
+            "stored": stored,
+            "drafted": bool(source and target and target.parent_id == source.pk),
+            "can_edit": can_edit,
+            "error": error,
+            "nav": "taxonomy",
+        },
+    )

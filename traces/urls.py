@@ -8,6 +8,8 @@ urlpatterns = [
     path("projects/new/", views.project_new, name="project_new"),
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
     path("p/<slug:slug>/members/", views.project_members_page, name="project_members"),
+    path("p/<slug:slug>/settings/", views.project_settings_page, name="project_settings"),
+    path("p/<slug:slug>/settings/working-version/", views.project_working_version_page, name="project_working_version"),
     path("", include("traces.viewer.urls")),
     path("", include("traces.importing.urls")),
 ]

@@ -3,8 +3,9 @@
 Labels are folded per (trace, round) or per annotation into two integers in the database
 (``present`` and ``known`` bit masks over the version's modes, ``SUM(CASE ...)``), so 10,000
 traces x 14 modes arrive as ~10,000 small rows and become a numpy matrix without a Python loop
-over labels. Labels of other taxonomy versions are carried to the project's version through
-the recorded mode mapping.
+over labels. Labels of other taxonomy versions are carried to the target version (default: the
+project's working version) through the recorded mappings, and the matrix says how many labels
+came from which version and how many could not be mapped (``LabelMatrix.mapping``).
 
 Which labels: ``"agreed"`` = the project's agreed labels (``annotations.rounds.agreed``: the
 consensus of closed rounds), visible to every member; or one rater's submitted labels, filtered
@@ -23,7 +24,7 @@ from django.db.models import Count, Max, Q
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Annotation, ModeLabel, Rater
 from annotations.rounds.agreed import agreed_adjudications, agreed_fold, agreed_label_masks, agreed_versions, mask_sum
-from taxonomy.mapping import VersionMapper
+from taxonomy.mapping import VersionMapper, mappings_fingerprint
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes, versions_mode_codes
 from traces.models import Project, Trace
@@ -50,6 +51,9 @@ class LabelMatrix:
     repeated: np.ndarray
     success: np.ndarray  # 1 succeeded, 0 failed, NaN unknown
     n_mapped: int = 0
+    target_label: str = ""
+    # per source version: labels read, mapped, unknown, dropped, no path (VersionMapper.summary)
+    mapping: list[dict] = field(default_factory=list)
     source_label: str = "Agreed labels (closed rounds)"
     extra: dict = field(default_factory=dict)
 
@@ -87,7 +91,9 @@ def dashboard_filter_choices(*, project: Project) -> dict[str, list[str]]:
     return {f: sorted(v) for f, v in out.items()}
 
 
-def labels_fingerprint(*, user, project: Project, source: str, filters: dict | None = None) -> str:
+def labels_fingerprint(
+    *, user, project: Project, source: str, filters: dict | None = None, target: TaxonomyVersion | None = None
+) -> str:
     """Changes whenever the matrix `label_matrix` would return changes (labels, traces, visibility);
     two cheap aggregates, so the dashboard can cache per (project, filters, labels fingerprint)."""
     if source == AGREED:
@@ -104,15 +110,32 @@ def labels_fingerprint(*, user, project: Project, source: str, filters: dict | N
         who = f"user{user.pk}"  # what a member may see of a rater depends on the member
     traces = Trace.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
     key = json.dumps(
-        [project.pk, project.taxonomy_version_id, source, who, sorted((filters or {}).items()), facts, traces],
+        [
+            project.pk,
+            (target or project.taxonomy_version).pk,
+            source,
+            who,
+            sorted((filters or {}).items()),
+            facts,
+            traces,
+            mappings_fingerprint(),
+        ],
         default=str,
     )
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict | None = None) -> LabelMatrix:
-    """The label matrix of the project's traces matching `filters`, from `source` (see module doc)."""
-    target: TaxonomyVersion = project.taxonomy_version
+def label_matrix(
+    *,
+    user,
+    project: Project,
+    source: str = AGREED,
+    filters: dict | None = None,
+    target: TaxonomyVersion | None = None,
+) -> LabelMatrix:
+    """The label matrix of the project's traces matching `filters`, from `source` (see module doc),
+    on ``target`` (default: the working version)."""
+    target = target or project.taxonomy_version
     filters = {k: v for k, v in (filters or {}).items() if k in FILTER_FIELDS and v}
     trace_q = Q()
     for k, v in filters.items():
@@ -197,5 +220,7 @@ def label_matrix(*, user, project: Project, source: str = AGREED, filters: dict 
         repeated=np.array([t[6] for t in traces], dtype=float),
         success=np.array([outcome.get(t[7], np.nan) for t in traces], dtype=float),
         n_mapped=mapper.mapped,
+        target_label=target.label,
+        mapping=mapper.summary(),
         source_label=label,
     )

@@ -31,6 +31,7 @@ from annotations.analytics.selectors import (
     label_matrix,
     labels_fingerprint,
 )
+from annotations.rounds.targets import target_version_choices, target_version_resolve
 from traces.projects.selectors import project_get_for_user
 
 FIELD_LABELS = {"mas_name": "Framework", "llm_name": "LLM", "benchmark": "Benchmark"}
@@ -373,9 +374,16 @@ def dashboard(request, slug):
     if correction not in analytics.CORRECTIONS:
         correction = "holm"
     cohort_a, cohort_b = request.GET.get("a", ""), request.GET.get("b", "")
+    target_choices = list(target_version_choices(project=project))
+    try:
+        target = target_version_resolve(project=project, raw=request.GET.get("version"))
+    except ValueError:
+        target = project.taxonomy_version  # a forgiving HTML page: an unusable ?version= shows the working one
+    if target.pk not in {v.pk for v in target_choices}:
+        target = project.taxonomy_version
     # Cached per (project, label source, filters, labels fingerprint, cohort): the fingerprint
     # changes with any label, trace or visibility change, so a hit is never stale.
-    fingerprint = labels_fingerprint(user=request.user, project=project, source=source, filters=filters)
+    fingerprint = labels_fingerprint(user=request.user, project=project, source=source, filters=filters, target=target)
     key = "mast:dashboard:" + hashlib.sha256(f"{fingerprint}|{cohort_a}|{cohort_b}|{correction}".encode()).hexdigest()
     cached = cache.get(key)
     if cached is None:
@@ -383,12 +391,12 @@ def dashboard(request, slug):
         matrix_key = f"mast:dashboard-matrix:{fingerprint}"
         M = cache.get(matrix_key)
         if M is None:
-            M = label_matrix(user=request.user, project=project, source=source, filters=filters)
+            M = label_matrix(user=request.user, project=project, source=source, filters=filters, target=target)
             cache.set(matrix_key, M, CACHE_SECONDS)
         chart_list, summary = build_charts(M, cohort_a=cohort_a, cohort_b=cohort_b, correction=correction)
-        cached = (chart_list, summary, M.source_label, M.n_mapped)
+        cached = (chart_list, summary, M.source_label, M.n_mapped, M.mapping)
         cache.set(key, cached, CACHE_SECONDS)
-    chart_list, summary, source_label, n_mapped = cached
+    chart_list, summary, source_label, n_mapped, mapping = cached
 
     fmt = request.GET.get("format")
     if fmt in ("csv", "svg"):
@@ -428,6 +436,9 @@ def dashboard(request, slug):
             "correction": correction,
             "query": query.urlencode(),
             "n_mapped": n_mapped,
+            "mapping": mapping,
+            "target": target,
+            "target_choices": target_choices,
             "filter_fields": [(k, FIELD_LABELS[k], choices[k], filters.get(k, [])) for k in FILTER_FIELDS],
         },
     )

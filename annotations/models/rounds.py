@@ -22,6 +22,10 @@ class Round(models.Model):
         help_text="Once in review, annotators of the round may see each other's labels.",
     )
     closed_with_majority = models.BooleanField(default=False)
+    makes_working_version = models.BooleanField(
+        default=False,
+        help_text="Opening the round makes its (newer) taxonomy version the project's working version.",
+    )
     imported_from = models.CharField(max_length=300, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

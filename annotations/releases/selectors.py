@@ -232,6 +232,8 @@ def release_records(
     modes = versions_mode_codes(version_ids=versions)
     codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
     known_decision = {"decision__in": ["present", "absent"]}
+    # raters' own labels are mapped by a mapper of their own: ``mapper``'s counts are the agreed labels'
+    rater_mapper = VersionMapper(mapper.target, codes=codes)
     done = 0
     last_id = 0
     while True:
@@ -289,7 +291,7 @@ def release_records(
             for tid, rid, vid, p, k, _a in sorted(label_rows, key=lambda r: (r[2] == target_id, r[5])):
                 if tid not in chunk_ids:
                     continue
-                per_rater[tid][rid] = mapper.map(vid, unpack(int(p), int(k), codes_of[vid]))
+                per_rater[tid][rid] = rater_mapper.map(vid, unpack(int(p), int(k), codes_of[vid]))
             if spec.evidence:
                 # evidence as text: decoded only where there is some (most labels have none)
                 ev_rows = (

@@ -117,8 +117,6 @@ def release_create(
     version = taxonomy_version or project.taxonomy_version
     if version is None:
         raise ValidationError("The project has no taxonomy version; choose one for the release.")
-    if version.taxonomy_id != getattr(project.taxonomy_version, "taxonomy_id", version.taxonomy_id):
-        raise ValidationError("The release's taxonomy version must belong to the project's taxonomy.")
     clean_filters = _clean_filters(filters) if selection == Release.Selection.FILTER else {}
     if selection == Release.Selection.FILTER and not clean_filters:
         raise ValidationError("A filter release needs at least one framework, LLM or benchmark.")
@@ -225,6 +223,8 @@ def release_manifest(
         "mapping": {
             "mapped_labels": mapper.mapped,
             "unmappable_labels": mapper.unmappable,
+            # per source version: labels read, carried with a value, unknown in the target, dropped
+            "by_version": mapper.summary(),
             "edges_by_kind": dict(sorted(mapper.kinds.items())),
             "source_versions": sorted(
                 TaxonomyVersion.objects.filter(pk__in=mapper.sources).values_list("number", flat=True)

@@ -23,6 +23,7 @@ from annotations.releases.selectors import (
     release_members_may_download,
 )
 from annotations.releases.services import release_create, release_policy_set, release_retry, release_zip_file
+from annotations.rounds.targets import target_version_choices
 from taxonomy.models import TaxonomyVersion
 from traces.jobs import JobNotRetryable
 from traces.projects.selectors import project_get_for_user
@@ -54,10 +55,10 @@ class ReleaseForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["round"].queryset = Round.objects.filter(project=project, state=Round.State.CLOSED)
         version = project.taxonomy_version
-        self.fields["taxonomy_version"].queryset = (
-            TaxonomyVersion.objects.filter(taxonomy_id=version.taxonomy_id).select_related("taxonomy")
-            if version
-            else TaxonomyVersion.objects.select_related("taxonomy")
+        # the versions connected to the working version by recorded mappings (labels reach them)
+        self.fields["taxonomy_version"].queryset = target_version_choices(project=project)
+        self.fields["taxonomy_version"].label_from_instance = lambda v: (
+            f"{v.label} (working)" if v.pk == project.taxonomy_version_id else v.label
         )
         self.fields["taxonomy_version"].initial = version
         for key, values in release_filter_choices(project=project).items():

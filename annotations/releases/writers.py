@@ -306,6 +306,21 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\r", " ").replace("\n", " ").strip()
 
 
+def _mapping_lines(mapping: dict) -> list[str]:
+    """Per source version: how many agreed labels it gave and what became of them (manifest ``by_version``)."""
+    out = []
+    for row in mapping.get("by_version") or []:
+        if row.get("is_target"):
+            out.append(f"  - {_md(row['version'])}: {row['labels']} labels recorded in the release's version.")
+            continue
+        out.append(
+            f"  - {_md(row['version'])}: {row['labels']} labels, {row['mapped']} mapped, {row['unknown']} unknown "
+            f"(the mapping cannot decide, e.g. a split mode), {row['dropped']} dropped (no counterpart), "
+            f"{row['no_path']} without any mapping."
+        )
+    return out
+
+
 def _withheld_lines(withheld: dict[str, Any]) -> list[str]:
     if not withheld.get("traces"):
         return []
@@ -353,6 +368,7 @@ def render_card(manifest: dict[str, Any]) -> str:
         f"- Final labels: {counts.get('consensus_traces', 0)} traces from adjudicated consensus of closed rounds, "
         f"{counts.get('majority_traces', 0)} from a majority vote of raters (flagged `final_source: majority_vote`).",
         f"- {manifest.get('mapping', {}).get('mapped_labels', 0)} labels were mapped from other taxonomy versions.",
+        *_mapping_lines(manifest.get("mapping") or {}),
         *_withheld_lines(manifest.get("withheld") or {}),
         "- Trace text "
         + ("included." if opts.get("trace_text") else "not included (references only: trace_id, content_hash)."),

@@ -17,6 +17,9 @@ Readers differ in shape, not in meaning, so the differences are parameters:
   in SQL (``mask_sum``), then carried to one target version (``taxonomy.mapping.VersionMapper``)
   with later rounds overriding earlier ones per mode; for 10,000-trace dashboards and releases.
   ``bases=True`` also keeps each label's basis (and "mapped" where the code came from the mapping).
+* ``agreed_labels_on_version``: the agreed labels of the project (or of one round) carried onto
+  one target version (default: the project's working version), with the mapping's per-version
+  counts; THE function for "the agreed labels on version X" (judge quality calls it).
 * ``majority_vote``: the strict-majority rule, shared by rounds (closing with a vote) and releases
   (filling units without consensus from raters' labels, with at least two voters).
 """
@@ -173,12 +176,21 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
     bit_of = {c: i for i, c in enumerate(mapper.codes)}
     codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
     same_bits = codes_of.get(target) == mapper.codes
+    # without bases a row's result depends only on (version, present, known): map each pattern once
+    seen: dict[tuple[int, int, int], tuple[int, int, tuple]] = {}
     for row in rows:
         tid, _rid, vid, p, k = row[:5]
         p, k = int(p or 0), int(k or 0)
         u, m = (int(row[5] or 0), int(row[6] or 0)) if bases else (0, 0)
         carried = 0
-        if vid != target or not same_bits:
+        hit = None if bases else seen.get((vid, p, k))
+        if hit is not None:
+            p, k, delta = hit
+            mapper.replay(vid, delta)
+        elif vid == target and same_bits:
+            mapper.note_target(bin(k).count("1"))
+        else:
+            key, before = (vid, p, k), mapper.snapshot(vid)
             src = codes_of[vid]
             src_bit = {c: i for i, c in enumerate(src)}
             values = unpack(p, k, src)
@@ -197,6 +209,8 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
                 elif (m >> i) & 1:
                     pm |= b
             u, m = pu, pm
+            if not bases:
+                seen[key] = (p, k, mapper.delta(vid, before))
         out.present[tid] = (out.present.get(tid, 0) & ~k) | p
         out.known[tid] = out.known.get(tid, 0) | k
         if bases:
@@ -204,6 +218,77 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
             out.majority[tid] = (out.majority.get(tid, 0) & ~k) | m
             out.mapped[tid] = (out.mapped.get(tid, 0) & ~k) | carried
     return out
+
+
+@dataclass
+class AgreedOnVersion:
+    """The agreed labels carried onto ``target`` (``agreed_labels_on_version``).
+
+    ``labels``: trace id -> {target code: 1 present | 0 absent}, decided values only; ``unknown``:
+    trace id -> target codes a label reached but the mapping could not decide (a split mode);
+    ``mapping``: ``VersionMapper.summary()`` rows, one per source version (labels read, mapped,
+    unknown, dropped, no path)."""
+
+    target: TaxonomyVersion
+    codes: list[str]
+    labels: dict[int, dict[str, int]]
+    basis: dict[int, dict[str, str]]
+    unknown: dict[int, list[str]]
+    mapping: list[dict]
+
+    @property
+    def n_unknown(self) -> int:
+        return sum(len(v) for v in self.unknown.values())
+
+
+def agreed_labels_on_version(
+    *,
+    project: Project,
+    target: TaxonomyVersion | None = None,
+    round: Round | None = None,
+    trace_ids: Iterable[int] | None = None,
+) -> AgreedOnVersion:
+    """The project's agreed labels (or one closed round's consensus) on ``target`` (default: the
+    working version), labels of every other version carried through the recorded mappings.
+
+    For judge quality: ``agreed_labels_on_version(project=p, target=run.taxonomy_version,
+    round=r)`` gives the consensus of round ``r`` in the run's codes, whatever version ``r`` used.
+    A unit the mapping cannot decide is in ``unknown``, never silently absent."""
+    from taxonomy.selectors import versions_mode_codes
+
+    target = target or project.taxonomy_version
+    adjudications = agreed_adjudications(project=project, round=round, trace_ids=trace_ids)
+    modes = versions_mode_codes(version_ids=agreed_versions(project=project, round=round) | {target.pk})
+    mapper = VersionMapper(target, codes=[c for _m, c in modes[target.pk]])
+    rows = agreed_label_masks(adjudications=adjudications, modes=modes, bases=True)
+    folded = agreed_fold(rows, modes=modes, mapper=mapper, bases=True)
+    # units a label reached but could not decide: the target codes reachable from a known code
+    reached_unknown: dict[int, set[str]] = {}
+    codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
+    for tid, _rid, vid, p, k in (r[:5] for r in rows):
+        if vid == target.pk:
+            continue
+        values = unpack(int(p or 0), int(k or 0), codes_of[vid])
+        out = mapper.map_quiet(vid, values)
+        reached = mapper.reached(vid)
+        for code in values:
+            for t in reached.get(code, ()):
+                if out.get(t) is None:
+                    reached_unknown.setdefault(tid, set()).add(t)
+    labels: dict[int, dict[str, int]] = {}
+    basis: dict[int, dict[str, str]] = {}
+    unknown: dict[int, list[str]] = {}
+    for tid, known in folded.known.items():
+        present = folded.present.get(tid, 0)
+        labels[tid] = {c: (present >> i) & 1 for i, c in enumerate(mapper.codes) if (known >> i) & 1}
+        basis[tid] = {c: folded.basis(tid, i) for i, c in enumerate(mapper.codes) if (known >> i) & 1}
+    for tid, codes in reached_unknown.items():
+        left = sorted(c for c in codes if c not in labels.get(tid, {}))
+        if left:
+            unknown[tid] = left
+    return AgreedOnVersion(
+        target=target, codes=mapper.codes, labels=labels, basis=basis, unknown=unknown, mapping=mapper.summary()
+    )
 
 
 def majority_vote(votes: Sequence[int], *, min_votes: int = 1) -> int | None:

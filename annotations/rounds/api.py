@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.models import Annotation, DisagreementComment, Round, RoundAnnotator, RoundTrace
-from annotations.rounds.agreed import agreed_labels
+from annotations.rounds.agreed import AgreedLabel, agreed_labels, agreed_labels_on_version
 from annotations.rounds.disagreements import round_adjudications, round_disagreements
 from annotations.rounds.sampling import round_sample_preview
 from annotations.rounds.selectors import (
@@ -50,7 +50,8 @@ from annotations.rounds.services import (
     round_create,
     round_transition,
 )
-from taxonomy.models import TaxonomyVersion
+from annotations.rounds.targets import target_version_resolve
+from taxonomy.models import FailureMode, TaxonomyVersion
 from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
 from traces.projects.selectors import project_get_for_user
@@ -284,21 +285,48 @@ class AgreementApi(RoundScopedMixin, APIView):
 
 
 class AgreedLabelListApi(ProjectScopedMixin, generics.ListAPIView):
-    """The project's agreed labels: the consensus of its closed rounds (see ``agreed_labels``)."""
+    """The project's agreed labels: the consensus of its closed rounds.
+
+    By default every label is carried onto the target version (``?target_version=``, default the
+    working version) through the recorded mappings (``agreed_labels_on_version``); the response's
+    ``mapping`` says how many labels came from which version and how many could not be mapped,
+    and ``unknown`` how many (trace, mode) units the mapping could not decide. With
+    ``?taxonomy_version=`` it lists only the labels recorded in that version, in its own codes."""
 
     serializer_class = AgreedLabelOut
 
-    @extend_schema(parameters=[OpenApiParameter("taxonomy_version", int, description="Only this version's labels.")])
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("taxonomy_version", int, description="Only this version's labels, unmapped."),
+            OpenApiParameter("target_version", int, description="Map labels onto this version (default: working)."),
+        ]
+    )
     def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+        response = super().get(request, *args, **kwargs)
+        if getattr(self, "_mapped", None) is not None:
+            response.data["target_version"] = self._mapped.target.pk
+            response.data["mapping"] = self._mapped.mapping
+            response.data["unknown"] = self._mapped.n_unknown
+        return response
 
     def get_queryset(self):
-        version = None
         raw = self.request.query_params.get("taxonomy_version", "")
         if raw:
-            if not raw.isdigit():
-                raise QueryParamError("taxonomy_version", f"must be a taxonomy version id, not {raw[:40]!r}")
-            version = TaxonomyVersion.objects.filter(pk=int(raw)).first()
-            if version is None:
-                raise QueryParamError("taxonomy_version", f"no taxonomy version has id {raw}")
-        return agreed_labels(project=self.project, taxonomy_version=version)
+            try:
+                version = target_version_resolve(project=self.project, raw=raw)
+            except ValueError as exc:
+                raise QueryParamError("taxonomy_version", str(exc)) from None
+            return agreed_labels(project=self.project, taxonomy_version=version)
+        try:
+            target = target_version_resolve(project=self.project, raw=self.request.query_params.get("target_version"))
+        except ValueError as exc:
+            raise QueryParamError("target_version", str(exc)) from None
+        self._mapped = mapped = agreed_labels_on_version(project=self.project, target=target)
+        mode_ids = dict(FailureMode.objects.filter(version=target).values_list("code", "id"))
+        return [
+            AgreedLabel(
+                tid, code, mode_ids[code], target.pk, "present" if v else "absent", mapped.basis[tid][code], None, ""
+            )
+            for tid in sorted(mapped.labels)
+            for code, v in mapped.labels[tid].items()
+        ]

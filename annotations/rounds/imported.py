@@ -18,7 +18,10 @@ and ``annotations``: one entry per failure mode of that round's taxonomy,
 * one submitted annotation per annotator and trace (NaN -> no label for that mode);
 * consensus by strict majority of the annotators' answers (``basis=majority``, noted as
   imported); a tie (possible only when a judgement is missing) gets no consensus row;
-* the stored agreement report of each round.
+* the stored agreement report of each round;
+* a mapping of each version onto the project's working version, matched by name and code
+  (``taxonomy.cross_mapping``), so the file's labels count under the project's codes (a manager
+  edits it on the mapping page; an edited mapping is kept on re-import).
 
 A trace that appears in two rounds (MAST-Data has one: the same ChatDev trace in Rounds 1 and
 2) is stored once by the import; the optional ``on_duplicate`` hook call gives us its record
@@ -39,6 +42,7 @@ from django.utils import timezone
 
 from annotations.labels.bulk import LabelSet, labels_bulk_write
 from annotations.models import Adjudication, ModeLabel, Rater, Round, RoundAnnotator, RoundTrace
+from taxonomy.cross_mapping import cross_mapping_automap
 from taxonomy.models import FailureMode, Taxonomy, TaxonomyVersion
 from taxonomy.services import version_import
 from traces.models import Membership, Project, Trace
@@ -225,6 +229,10 @@ def rounds_build(*, project: Project, records: list[RoundRecord], by=None) -> li
                     f"{first.record_number + 1} of the same round {name!r}"
                 )
         version = _version_for(name, first.modes, by)
+        working = project.taxonomy_version
+        if working is not None and working.pk != version.pk:
+            # the file's versions reach the project's working version by name and code (README: the loop)
+            cross_mapping_automap(source=version, target=working, by=by)
         source = first.source_file or "file"
         rnd = _imported_round(project, name, version, source, by)
         keys = sorted({k for rec in recs for k in rec.labels}, key=lambda k: int(_ANNOTATOR_KEY.match(k).group(1)))

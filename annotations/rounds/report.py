@@ -144,9 +144,14 @@ def report_context(data: dict[str, Any], *, modes: Mapping[str, Any], categories
 
 
 def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Coordinates for the SVG trend chart of headline kappa across rounds (rendered by a template)."""
-    width, height = 720, 260
-    left, right, top, bottom = 52, 24, 24, 62
+    """Coordinates for the SVG trend chart of headline kappa across rounds (rendered by a template).
+
+    Legible at any number of rounds: points are numbered 1..n on the axis and named in a key under
+    the chart (full round names never collide on the axis); each version change is one dashed line
+    with a short tag (V2, V3, ...) that the key spells out; values are written beside the points
+    only while they fit (12 rounds or fewer), and are always in each point's tooltip."""
+    width, height = 720, 240
+    left, right, top, bottom = 52, 104, 28, 40  # the band names sit in the right margin, clear of the points
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(rows)
     lo = min(
@@ -161,6 +166,9 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def x(i: int) -> float:
         return left + (plot_w * (i + 0.5) / n if n else plot_w / 2)
 
+    tags: dict[Any, str] = {}
+    for r in rows:
+        tags.setdefault(r.get("version_id", r["version"]), f"V{len(tags) + 1}")
     points = []
     for i, r in enumerate(rows):
         k = r["kappa"]
@@ -172,11 +180,14 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "y": round(y(k), 1) if k is not None else None,
                 "lo": round(y(r["lo"]), 1) if r["lo"] is not None else None,
                 "hi": round(y(r["hi"]), 1) if r["hi"] is not None else None,
-                "label": r["round"].name if len(r["round"].name) <= 16 else r["round"].name[:15] + "…",
+                "label": str(i + 1),
                 "name": r["round"].name,
                 "kappa": "no report yet" if k is None else f"{k:.2f}",
+                "ci": "" if r["lo"] is None or r["hi"] is None else f"{r['lo']:.2f}–{r['hi']:.2f}",
                 "version": r["version"],
+                "tag": tags[r.get("version_id", r["version"])],
                 "changed": r["version_changed"],
+                "revised": r.get("revised", []),
                 "state": r["round"].state,
                 "pk": r["round"].pk,
             }
@@ -192,9 +203,20 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for a, b, name in ((0.6, 0.8, "substantial"), (0.8, 1.0, "almost perfect"))
     ]
     version_marks = [
-        {"x": round((points[i - 1]["x"] + p["x"]) / 2, 1), "version": p["version"]}
+        {"x": round((points[i - 1]["x"] + p["x"]) / 2, 1), "version": p["version"], "tag": p["tag"]}
         for i, p in enumerate(points)
         if p["changed"] and i > 0
+    ]
+    versions: list[dict[str, Any]] = []
+    for p in points:
+        if versions and versions[-1]["tag"] == p["tag"]:
+            versions[-1]["last"] = p["label"]
+        else:
+            versions.append({"tag": p["tag"], "label": p["version"], "first": p["label"], "last": p["label"]})
+    revisions = [
+        {"round": p["name"], "number": p["label"], "tag": p["tag"], "version": p["version"], "modes": p["revised"]}
+        for p in points
+        if p["revised"]
     ]
     return {
         "width": width,
@@ -206,11 +228,13 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "top": top,
         "bottom": height - bottom,
         "label_y": height - bottom + 18,
-        "version_y": height - bottom + 34,
         "points": points,
+        "show_values": n <= 12,
         "line": line,
         "ticks": ticks,
         "zero_y": round(y(0), 1) if lo < 0 else None,
         "bands": bands,
         "version_marks": version_marks,
+        "versions": versions,
+        "revisions": revisions,
     }

@@ -374,40 +374,69 @@ def round_labels_fingerprint_parts(*, round: Round, extra_rater_ids: Sequence[in
     return parts
 
 
-def round_kappa_trend(*, project: Project) -> list[dict[str, Any]]:
-    """Headline kappa (with CI) of every round of the project with a stored human report,
-    in creation order, flagging where the taxonomy version changed from the previous round."""
-    rows = []
-    prev_version = None
+def round_kappa_trend(*, project: Project, imported: bool = False) -> list[dict[str, Any]]:
+    """Headline kappa (with its 95% CI) of the project's CLOSED rounds, in closing order: one point
+    per round. ``imported=False`` gives the project's own rounds, ``True`` the rounds an import
+    rebuilt (MAST-Data's), so the two are drawn apart. ``version_changed`` is set on a round whose
+    taxonomy version differs from the previous point's (marked once per change); ``revised`` lists,
+    for such a round, the modes the mapping from the previous version changed (edited, renamed,
+    split, merged) with their kappa before and after."""
+    from taxonomy.mapping import mapping_steps
+
+    closed = Round.objects.filter(project=project, state=Round.State.CLOSED)
+    closed = closed.exclude(imported_from="") if imported else closed.filter(imported_from="")
+    rounds = sorted(closed, key=lambda r: (r.closed_at is None, r.closed_at, r.pk))
+    ids = [r.pk for r in rounds]
     reports = {
-        r["round_id"]: r
-        for r in AgreementReport.objects.filter(round__project=project, rater_set=HUMANS).values(
-            "round_id",
-            value=KT("data__mean_pairwise_kappa__value"),
-            lo=KT("data__mean_pairwise_kappa__ci__0"),
-            hi=KT("data__mean_pairwise_kappa__ci__1"),
+        r.round_id: r.data
+        for r in AgreementReport.objects.filter(round_id__in=ids, rater_set=HUMANS).only("round_id", "data")
+    }
+    versions = {
+        v.pk: v
+        for v in TaxonomyVersion.objects.filter(pk__in={r.taxonomy_version_id for r in rounds}).select_related(
+            "taxonomy"
         )
     }
-    for rnd in (
-        Round.objects.filter(project=project).select_related("taxonomy_version__taxonomy").order_by("created_at", "id")
-    ):
-        rep = reports.get(rnd.pk)
-        changed = prev_version is not None and rnd.taxonomy_version_id != prev_version
-        prev_version = rnd.taxonomy_version_id
 
-        def num(v: Any) -> float | None:
-            return None if v in (None, "", "null") else float(v)
+    def num(v: Any) -> float | None:
+        return None if v in (None, "", "null") else float(v)
 
+    def per_mode(data: dict | None) -> dict[str, float | None]:
+        return {
+            m["mode"]: num((m.get("mean_pairwise_kappa") or {}).get("value")) for m in (data or {}).get("per_mode", [])
+        }
+
+    rows: list[dict[str, Any]] = []
+    prev = None
+    for rnd in rounds:
+        data = reports.get(rnd.pk)
+        head = (data or {}).get("mean_pairwise_kappa") or {}
+        ci = head.get("ci") or [None, None]
+        version = versions[rnd.taxonomy_version_id]
+        changed = prev is not None and rnd.taxonomy_version_id != prev.taxonomy_version_id
+        revised = []
+        if changed:
+            steps = mapping_steps(source_id=prev.taxonomy_version_id, target=version) or []
+            before, after = per_mode(reports.get(prev.pk)), per_mode(data)
+            if len(steps) == 1:
+                for old, new, kind in steps[0]:
+                    if kind in ("edit", "rename", "split", "merge") and old and new:
+                        revised.append(
+                            {"old": old, "new": new, "kind": kind, "before": before.get(old), "after": after.get(new)}
+                        )
         rows.append(
             {
                 "round": rnd,
-                "kappa": num(rep["value"]) if rep else None,
-                "lo": num(rep["lo"]) if rep else None,
-                "hi": num(rep["hi"]) if rep else None,
-                "version": rnd.taxonomy_version.label,
+                "kappa": num(head.get("value")),
+                "lo": num(ci[0]),
+                "hi": num(ci[1]),
+                "version": version.label,
+                "version_id": version.pk,
                 "version_changed": changed,
+                "revised": revised,
             }
         )
+        prev = rnd
     return rows
 
 

@@ -147,8 +147,8 @@ class AgreedLabelOut(serializers.Serializer):
     mode_code = serializers.CharField()
     taxonomy_version_id = serializers.IntegerField()
     decision = serializers.CharField()
-    basis = serializers.CharField()
-    round_id = serializers.IntegerField()
+    basis = serializers.CharField(help_text='"unanimous", "adjudicated", "majority", or "mapped" from another version')
+    round_id = serializers.IntegerField(allow_null=True, help_text="null for labels carried onto the target version")
     note = serializers.CharField()
 
 

@@ -61,10 +61,11 @@ from annotations.rounds.selectors import (
     round_units,
 )
 from taxonomy.models import FailureMode, TaxonomyVersion
-from taxonomy.selectors import version_modes
+from taxonomy.selectors import version_is_newer, version_modes
 from taxonomy.services import mode_edit, version_draft_from, version_publish
 from traces.models import Membership, Project, Trace
 from traces.projects.selectors import user_can
+from traces.projects.services import project_working_version_set
 
 REPORT_N_BOOT = 1000
 REPORT_SEED = 20250
@@ -112,9 +113,14 @@ def round_create(
     seed: int = 0,
     stratify_by: str = "framework",
     reveal_in_review: bool = True,
+    make_working_version: bool = False,
     by=None,
 ) -> Round:
-    """A draft round: the traces are fixed now (the same preview the form showed)."""
+    """A draft round: the traces are fixed now (the same preview the form showed).
+
+    ``make_working_version``: when the round's version is newer than the project's working
+    version (``version_is_newer``), move the project to it: at once for a published version, when
+    the round opens (and publishes it) for a draft. Ignored for a version that is not newer."""
     _require_manager(project, by)
     name = (name or "").strip()
     if not name:
@@ -138,8 +144,12 @@ def round_create(
         reveal_in_review=reveal_in_review,
         created_by=by,
     )
+    moves = make_working_version and version_is_newer(version=taxonomy_version, than=project.taxonomy_version)
+    rnd.makes_working_version = bool(moves and not taxonomy_version.is_published)
     rnd.full_clean()
     rnd.save()
+    if moves and taxonomy_version.is_published:
+        project_working_version_set(project=project, version=taxonomy_version, by=by)
     RoundAnnotator.objects.bulk_create(RoundAnnotator(round=rnd, user=u) for u in users)
     RoundTrace.objects.bulk_create(RoundTrace(round=rnd, trace=t, order=i) for i, t in enumerate(preview.traces))
     for u in users:
@@ -159,6 +169,10 @@ def round_open(*, round: Round, by=None) -> Round:
         raise ValidationError("A round needs at least one trace before it opens.")
     if not rnd.taxonomy_version.is_published:
         version_publish(version=rnd.taxonomy_version, by=by)
+    if rnd.makes_working_version and version_is_newer(
+        version=rnd.taxonomy_version, than=Project.objects.get(pk=rnd.project_id).taxonomy_version
+    ):
+        project_working_version_set(project=rnd.project, version=rnd.taxonomy_version, by=by)
     rnd.state = Round.State.OPEN
     rnd.opened_at = timezone.now()
     rnd.save(update_fields=["state", "opened_at"])

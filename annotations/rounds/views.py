@@ -45,6 +45,7 @@ from annotations.rounds.services import (
     round_transition,
 )
 from taxonomy.models import FailureMode, TaxonomyVersion
+from traces.models import Project
 from traces.projects.selectors import project_get_for_user
 
 User = get_user_model()
@@ -75,6 +76,9 @@ def round_list(request: HttpRequest, slug: str) -> HttpResponse:
             "role": role,
             "rounds": rounds,
             "trend": presentation.trend_chart(round_kappa_trend(project=project)) if rounds else None,
+            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True))
+            if any(r.imported_from for r in rounds)
+            else None,
             "nav": "projects",
         },
     )
@@ -112,6 +116,12 @@ class RoundForm(forms.Form):
     reveal_in_review = forms.BooleanField(
         required=False, initial=True, label="Annotators see each other's labels once the review starts"
     )
+    make_working_version = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Move the project to this version if it is newer than the working version",
+        help_text="At once for a published version; when the round opens (and publishes it) for a draft.",
+    )
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -144,6 +154,8 @@ class RoundForm(forms.Form):
 def round_new(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     initial: dict[str, Any] = {"taxonomy_version": project.taxonomy_version_id}
+    if (request.GET.get("taxonomy_version") or "").isdigit():  # "start the next round on the revised draft"
+        initial["taxonomy_version"] = int(request.GET["taxonomy_version"])
     after = request.GET.get("after")
     if after and after.isdigit():
         prev = Round.objects.filter(project=project, pk=int(after)).first()
@@ -166,13 +178,19 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
                 taxonomy_version=d["taxonomy_version"],
                 annotators=list(d["annotators"]),
                 reveal_in_review=d["reveal_in_review"],
+                make_working_version=d["make_working_version"],
                 by=request.user,
                 **form.sampling_kwargs(),
             )
         except ValidationError as exc:
             form.add_error(None, _errors(exc))
         else:
-            messages.success(request, f"Round {rnd.name} created as a draft. Open it when you are ready.")
+            moved = ""
+            if rnd.makes_working_version:
+                moved = f" Opening it makes {rnd.taxonomy_version.label} the working version."
+            elif Project.objects.get(pk=project.pk).taxonomy_version_id != project.taxonomy_version_id:
+                moved = f" The working version is now {rnd.taxonomy_version.label}."
+            messages.success(request, f"Round {rnd.name} created as a draft. Open it when you are ready.{moved}")
             return redirect("annotations:round_detail", slug=slug, pk=rnd.pk)
     return render(
         request,
@@ -315,6 +333,7 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "rater_set": report.rater_set,
             "trend": presentation.trend_chart(round_kappa_trend(project=project)),
             "attribution": attribution_context(report.data.get("attribution")),
+            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True)),
             "nav": "projects",
             **presentation.report_context(
                 report.data,

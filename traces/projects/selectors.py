@@ -18,7 +18,11 @@ CAPABILITIES: dict[str, frozenset[str]] = {
 
 def project_list_for_user(*, user) -> QuerySet[Project]:
     qs = Project.objects.all() if user.is_superuser else Project.objects.filter(memberships__user=user)
-    return qs.annotate(n_traces=Count("traces", distinct=True)).order_by("name")
+    return (
+        qs.select_related("taxonomy_version__taxonomy")
+        .annotate(n_traces=Count("traces", distinct=True))
+        .order_by("name")
+    )
 
 
 def project_role(*, user, project: Project) -> str | None:
@@ -55,6 +59,26 @@ def project_get_for_user(*, user, slug: str, capability: str = "view") -> tuple[
 
 def project_members(*, project: Project) -> QuerySet[Membership]:
     return project.memberships.select_related("user").order_by("role", "user__username")
+
+
+def projects_that_could_adopt(*, version, user) -> list[dict]:
+    """Projects ``user`` manages whose working version ``version`` is newer than (taxonomy.access offers)."""
+    from django.urls import reverse
+
+    from taxonomy.selectors import version_is_newer
+
+    projects = Project.objects.select_related("taxonomy_version__taxonomy").order_by("name")
+    if not user.is_superuser:
+        projects = projects.filter(memberships__user=user, memberships__role=Membership.Role.MANAGER)
+    return [
+        {
+            "project": p.name,
+            "current": p.taxonomy_version.label,
+            "url": reverse("project_working_version", kwargs={"slug": p.slug}),
+        }
+        for p in projects
+        if p.taxonomy_version is not None and version_is_newer(version=version, than=p.taxonomy_version)
+    ]
 
 
 def version_used_by_managed_project(*, version, user) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -57,3 +57,51 @@ def membership_remove(*, project: Project, user) -> None:
     if project.memberships.filter(user=user, role=Membership.Role.MANAGER).exists() and not remaining.exists():
         raise ValidationError("A project keeps at least one manager.")
     project.memberships.filter(user=user).delete()
+
+
+@transaction.atomic
+def project_settings_update(
+    *,
+    project: Project,
+    by,
+    name: str | None = None,
+    description: str | None = None,
+    reveal_suggestions: bool | None = None,
+    taxonomy_version: TaxonomyVersion | None = None,
+) -> Project:
+    """Change a project's settings (managers). ``taxonomy_version`` is the working version: the
+    version annotators label with outside rounds, judge runs and every reader of labels default
+    to. It must be published (a draft may still change under the labels)."""
+    from traces.projects.selectors import user_can
+
+    if by is not None and not user_can(user=by, project=project, capability="manage"):  # None: the system (demo, tests)
+        raise PermissionDenied(f"Only managers of {project.name} change its settings.")
+    locked = Project.objects.select_for_update().get(pk=project.pk)
+    if name is not None:
+        if not name.strip():
+            raise ValidationError({"name": ["A project needs a name."]})
+        locked.name = name.strip()
+    if description is not None:
+        locked.description = description
+    if reveal_suggestions is not None:
+        locked.reveal_suggestions = reveal_suggestions
+    if taxonomy_version is not None:
+        if not taxonomy_version.is_published:
+            raise ValidationError(
+                {
+                    "taxonomy_version": [
+                        f"{taxonomy_version.label} is a draft: publish it before making it the working version."
+                    ]
+                }
+            )
+        locked.taxonomy_version = taxonomy_version
+    locked.full_clean()
+    locked.save()
+    project.__dict__.update({k: v for k, v in locked.__dict__.items() if not k.startswith("_")})
+    project.taxonomy_version = locked.taxonomy_version
+    return locked
+
+
+def project_working_version_set(*, project: Project, version: TaxonomyVersion, by) -> Project:
+    """Make ``version`` the project's working version (the offer after publishing, or a round on a newer version)."""
+    return project_settings_update(project=project, by=by, taxonomy_version=version)

@@ -41,7 +41,12 @@ class Command(BaseCommand):
             "the data file, README.md (dataset card) and manifest.json.",
         )
         parser.add_argument("--round", type=int, help="Only the traces of this closed round (id).")
-        parser.add_argument("--taxonomy-version", type=int, help="Taxonomy version id (default: the project's).")
+        parser.add_argument(
+            "--taxonomy-version",
+            type=int,
+            help="Target taxonomy version id (default: the project's working version); labels of other "
+            "versions are mapped onto it.",
+        )
         parser.add_argument("--majority", action="store_true", help="Majority vote where there is no adjudication.")
         parser.add_argument("--no-raters", action="store_true", help="Leave out each rater's own labels.")
         parser.add_argument("--no-judge", action="store_true", help="Leave out LLM judge labels.")
@@ -97,5 +102,22 @@ class Command(BaseCommand):
                 shutil.move(str(files[0].path), out)
         self.stdout.write(
             f"Wrote {out}: {stats.traces} traces ({stats.consensus_traces} consensus, {stats.majority_traces} majority "
-            f"vote), {manifest['mapping']['mapped_labels']} labels mapped from other taxonomy versions."
+            f"vote) under {version.label}, {manifest['mapping']['mapped_labels']} labels mapped from other taxonomy "
+            "versions."
         )
+        for row in manifest["mapping"]["by_version"]:
+            self.stdout.write("  " + mapping_line(row))
+
+
+def mapping_line(row: dict) -> str:
+    """One source version's counts, as the command and the pages say them."""
+    if row["is_target"]:
+        return f"{row['version']}: {row['labels']} labels as they are"
+    parts = [f"{row['mapped']} mapped"]
+    if row["unknown"]:
+        parts.append(f"{row['unknown']} unknown in the target (split or ambiguous)")
+    if row["dropped"]:
+        parts.append(f"{row['dropped']} dropped (no target mode)")
+    if row["no_path"]:
+        parts.append(f"{row['no_path']} not mapped: no mapping connects the versions")
+    return f"{row['version']}: {row['labels']} labels, " + ", ".join(parts)

@@ -65,8 +65,9 @@ def test_round_list_query_count_does_not_grow_with_rounds(
     c = client_for(manager)
     list_url = reverse("annotations:round_list", kwargs={"slug": "demo"})
     c.get(list_url)
-    # session, user, project, membership, rounds (one query with subqueries), trend: reports + rounds
-    with django_assert_num_queries(7):
+    # session, user, project, membership, rounds (one query with subqueries), the trend's closed rounds
+    # (none are closed here, so no reports or versions to read)
+    with django_assert_num_queries(6):
         assert c.get(list_url).status_code == 200
 
 
@@ -204,7 +205,8 @@ def test_round_of_another_project_is_404(review_round, manager):
 
 def test_report_page_has_heatmap_per_mode_table_and_trend(review_round, manager):
     html = client_for(manager).get(url("round_report", review_round)).content.decode()
-    assert "rd-heat" in html and "Per failure mode" in html and "Per category" in html and "<svg" in html
+    assert "rd-heat" in html and "Per failure mode" in html and "Per category" in html
+    assert "No closed round of the project's own yet" in html  # the trend has one point per CLOSED round
     assert "undefined" in html  # modes nobody marked present: kappa is 0/0, said so
 
 
@@ -368,3 +370,22 @@ def test_disagreements_page_query_count_does_not_grow(
     # attribute in this round (no: the attribution section costs nothing more)
     with django_assert_num_queries(15):
         assert c.get(page).status_code == 200
+
+
+def test_round_list_query_count_with_closed_rounds_does_not_grow(
+    project, manager, annotator, annotator2, traces, django_assert_num_queries
+):
+    from annotations.rounds.services import round_close
+
+    for i in range(3):
+        rnd = make_review_round(
+            project, manager=manager, annotators=[annotator, annotator2], traces=traces, name=f"C{i}"
+        )
+        round_close(round=rnd, by=manager)
+    c = client_for(manager)
+    list_url = reverse("annotations:round_list", kwargs={"slug": "demo"})
+    c.get(list_url)
+    # 6 + the closed rounds' reports and versions, whatever their number
+    with django_assert_num_queries(8):
+        html = c.get(list_url).content.decode()
+    assert html.count('class="rd-xlabel"') == 3

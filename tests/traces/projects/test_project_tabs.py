@@ -37,6 +37,7 @@ def test_managers_see_every_installed_tab_in_order(client, project, manager):
         "Analytics",
         "Releases",
         "Members",
+        "Settings",
     ]
 
 
@@ -55,7 +56,7 @@ def test_a_registered_tab_shows_for_the_roles_with_its_capability(
     registry.project_tab_register(
         key="queue", label="My queue", url_name="project_members", capability="annotate", order=75
     )
-    assert tab_labels(client, manager, project)[-2:] == ["My queue", "Members"]
+    assert tab_labels(client, manager, project)[-3:] == ["My queue", "Members", "Settings"]
     assert "My queue" in tab_labels(client, annotator, project)
     assert "My queue" not in tab_labels(client, viewer, project)
 
