@@ -242,7 +242,7 @@ def _iter_jsonl(head: bytes, fileobj: IO[bytes], filename: str) -> Iterator[Mast
             number += 1
 
 
-def _annotation(value: object, number: int, filename: str) -> dict[str, int | None] | None:
+def annotation_values(value: object, number: int, filename: str) -> dict[str, int | None] | None:
     if value is None:
         return None
     if isinstance(value, str):  # some copies store the dict as a JSON string
@@ -302,7 +302,7 @@ def record_from_dict(item: object, number: int, *, filename: str = "", line: int
         key=key,
         index=index if isinstance(index, str | int) or index is None else str(index),
         trajectory=trajectory,
-        mast_annotation=_annotation(item.get("mast_annotation"), number, filename),
+        mast_annotation=annotation_values(item.get("mast_annotation"), number, filename),
         round=rnd if isinstance(rnd, str | int) or rnd is None else str(rnd),
         annotations=annotations,
     )
