@@ -108,13 +108,22 @@ def parse_smolagents(obj: object, filename: str = "") -> ParsedTrace:
     timed: list[tuple[float, int, list[Message]]] = []
     order = 0
     for agent, steps in agents:
+        starts: list[float | None] = []
         for step in steps:
             if not isinstance(step, dict):
                 raise ParseError(f"read as {LABEL}: step {order + 1} of {agent} is not an object", filename=filename)
             start = _timing(step)[0]
-            timed.append(
-                (start if isinstance(start, int | float) else float("inf"), order, _step_messages(agent, step))
-            )
+            starts.append(float(start) if isinstance(start, int | float) else None)
+        # an untimed step (a task, the system prompt) takes the time of the agent's next timed step
+        following: float = float("inf")
+        for i in range(len(steps) - 1, -1, -1):
+            start = starts[i]
+            if start is None:
+                starts[i] = following
+            else:
+                following = start
+        for step, start in zip(steps, starts, strict=True):
+            timed.append((start if start is not None else float("inf"), order, _step_messages(agent, step)))
             order += 1
     if len(agents) > 1 and any(t[0] != float("inf") for t in timed):
         timed.sort(key=lambda t: (t[0], t[1]))
