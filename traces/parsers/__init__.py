@@ -79,21 +79,26 @@ __all__ = [
 # The formats, in the order detection prefers on a tie and the import form lists them. A new text
 # format is one module (parse function + MARKERS) and one line here (see registry.py).
 for _fmt in (
-    TraceFormat("chatdev", parse=parse_chatdev, markers=chatdev.MARKERS, mas_name="ChatDev"),
-    TraceFormat("metagpt_json", kind="json"),
-    TraceFormat("metagpt_log", parse=parse_metagpt_log, markers=metagpt.MARKERS),
-    TraceFormat("ag2", kind="json"),
+    TraceFormat("chatdev", parse=parse_chatdev, markers=chatdev.MARKERS, mas_name="ChatDev", label="ChatDev log"),
+    TraceFormat("metagpt_json", kind="json", label="MetaGPT run JSON"),
+    TraceFormat("metagpt_log", parse=parse_metagpt_log, markers=metagpt.MARKERS, label="MetaGPT log"),
+    TraceFormat("ag2", kind="json", label="AG2 _human.json / messages"),
     # HyperAgent writes text logs and _human.json files: a text format that also accepts JSON.
-    TraceFormat("hyperagent", parse=parse_hyperagent_text, markers=hyperagent.MARKERS, mas_name="HyperAgent"),
-    TraceFormat("appworld", parse=parse_appworld, markers=appworld.MARKERS, mas_name="AppWorld"),
+    TraceFormat(
+        "hyperagent", parse=parse_hyperagent_text, markers=hyperagent.MARKERS, mas_name="HyperAgent", label="HyperAgent"
+    ),
+    TraceFormat("appworld", parse=parse_appworld, markers=appworld.MARKERS, mas_name="AppWorld", label="AppWorld log"),
     TraceFormat(
         "magentic_one",
         parse=parse_magentic_one,
         markers=magentic_one.MARKERS,
         mas_name="Magentic-One",
         filename_suffixes=("console_log.txt",),
+        label="Magentic-One console log",
     ),
-    TraceFormat("openmanus", parse=parse_openmanus, markers=openmanus.MARKERS, mas_name="OpenManus"),
+    TraceFormat(
+        "openmanus", parse=parse_openmanus, markers=openmanus.MARKERS, mas_name="OpenManus", label="OpenManus log"
+    ),
     # JSON formats with their own sniffer and parser (registry.py says how to add one). Formats whose
     # records hold another format's JSON (AdaMAST, Docent) come first: their keys settle it.
     TraceFormat("adamast", kind="json", sniff=adamast.sniff, parse_obj=adamast.parse_adamast, label=adamast.LABEL),
@@ -106,9 +111,9 @@ for _fmt in (
     TraceFormat(
         "langchain", kind="json", sniff=langchain.sniff, parse_obj=langchain.parse_langchain, label=langchain.LABEL
     ),
-    TraceFormat("messages_json", kind="json"),
-    TraceFormat("plaintext", parse=parse_plaintext),
-    TraceFormat("whowhen", kind="json"),
+    TraceFormat("messages_json", kind="json", label="chat messages JSON / JSONL"),
+    TraceFormat("plaintext", parse=parse_plaintext, label="plain text"),
+    TraceFormat("whowhen", kind="json", label="Who&When JSON"),
 ):
     format_register(_fmt)
 
