@@ -147,9 +147,10 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/mast_bench_import.json")
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     ap.add_argument("--no-build", action="store_true", help="reuse the file built by an earlier run")
+    ap.add_argument("--db", default=BENCH_DB, help="bench database name (several people bench at once)")
     args = ap.parse_args()
 
-    env = bench_env(BENCH_DB)
+    env = bench_env(args.db)
 
     out = Path(args.out)
     t = time.perf_counter()
