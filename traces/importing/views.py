@@ -79,6 +79,7 @@ def _job_context(project, job: ImportJob) -> dict:
         "project": project,
         "job": job,
         "figures": figures,
+        "not_stored_files": any(line.get("status") == "not stored" for line in job.report or []),
         "refused_files": refused or (1 if job.status == ImportJob.Status.FAILED and job.failure == "refused" else 0),
         "traces": traces,
         "kept_until": import_upload_kept_until(job=job),

@@ -118,7 +118,38 @@ def test_a_mixed_batch_shows_one_line_per_file_with_what_it_became(
         "AutoGen TaskResult" in text["autogen_taskresult.json"]
         and "DataAnalystAgent" in text["autogen_taskresult.json"]
     )
-    assert "chatdev" in text["Weather_CLI_DemoOrg_20261130090000.log"]
+    assert "ChatDev log" in text["Weather_CLI_DemoOrg_20261130090000.log"]
     assert "ChatDev task prompt" in text["Weather_CLI.prompt"]
     assert page.inner_text("[data-figure=imported]") == "3"
     screenshot(page, "import-mixed-done")
+
+
+def test_the_report_table_of_a_finished_import_reads_well(
+    live_server, page, login, screenshot, project, manager, settings, tmp_path, demo_data, import_fixtures
+):
+    """The job page of imports run in this process (no worker): the per-file table, done and refused."""
+    from traces.importing.jobs import import_job_create, import_job_run
+
+    settings.MEDIA_ROOT = tmp_path
+    run = demo_data / "chatdev" / "Weather_CLI_DemoOrg_20261130090000"
+    names = ["claude_session.jsonl", "autogen_taskresult.json", "smolagents_memory.json", "docent_agent_runs.json"]
+    batches = [
+        [*sorted(run.iterdir()), *(import_fixtures / n for n in names)],
+        [import_fixtures / names[0], import_fixtures / "not_json.json"],
+    ]
+    jobs = []
+    for paths in batches:
+        files = [open(p, "rb") for p in paths]  # noqa: SIM115
+        job = import_job_create(project=project, by=manager, files=files)
+        for f in files:
+            f.close()
+        jobs.append(import_job_run(job_id=job.pk))
+    login(page, manager)
+    page.goto(f"{live_server.url}/p/{project.slug}/import/{jobs[0].pk}/")
+    assert page.locator("[data-testid=import-files] tbody tr").count() == 7
+    assert page.inner_text("[data-figure=imported]") == "5"
+    screenshot(page, "import-report-done")
+    page.goto(f"{live_server.url}/p/{project.slug}/import/{jobs[1].pk}/")
+    assert "line 1: invalid JSON" in page.inner_text("tr[data-status=refused]")
+    assert page.locator("tr[data-status='not stored']").count() == 1
+    screenshot(page, "import-report-refused")

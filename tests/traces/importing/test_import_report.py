@@ -38,9 +38,12 @@ def test_every_file_of_a_mixed_upload_gets_one_line(project, tmp_path, demo_data
     assert len(result.files) == len(files)
     assert result.imported == 4
     assert lines["openmanus_notes.md"]["status"] == "imported"  # not dropped as a ChatDev artifact
-    assert (lines["openmanus_notes.md"]["format"], lines["openmanus_notes.md"]["agents"]) == ("openmanus", ["Manus"])
+    assert (lines["openmanus_notes.md"]["format"], lines["openmanus_notes.md"]["agents"]) == (
+        "OpenManus log",
+        ["Manus"],
+    )
     log = lines["Weather_CLI_DemoOrg_20261130090000.log"]
-    assert (log["format"], log["traces"], log["steps"], log["n_agents"]) == ("chatdev", 1, 10, 4)
+    assert (log["format"], log["traces"], log["steps"], log["n_agents"]) == ("ChatDev log", 1, 10, 4)
     assert lines["meta.txt"]["status"] == "companion" and "ChatDev run metadata" in lines["meta.txt"]["reason"]
     assert lines["Weather_CLI.prompt"]["status"] == "companion"
     claude = lines["claude_session.jsonl"]
@@ -119,7 +122,8 @@ def test_adamast_labels_are_stored_as_the_mast_data_judge(project, import_fixtur
     ann = Annotation.objects.get(trace=trace, rater__name=MAST_DATA_RATER)
     assert ModeLabel.objects.filter(annotation=ann, decision=ModeLabel.Decision.PRESENT).count() == 2
     assert (
-        result.files[0]["format"] == "AdaMAST JSONL (chatdev), AdaMAST JSONL (ag2), AdaMAST JSONL (AutoGen TaskResult)"
+        result.files[0]["format"]
+        == "AdaMAST JSONL (ChatDev log), AdaMAST JSONL (AG2 _human.json / messages), AdaMAST JSONL (AutoGen TaskResult)"
     )
 
 
