@@ -76,6 +76,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
 
     return [
         importing_demo.seed,
+        importing_demo.seed_frameworks,
         viewer_demo.seed,
         labels_demo.seed,
         rounds_demo.seed,

@@ -6,7 +6,8 @@ Run: .venv/bin/python bench/bench_import.py [--records 1642] [--mb 200] [--keep]
    (native logs under traces/ and the step lists under mad_thirdparty_derived/, the latter
    rendered as AG2-style message JSON). Each record's trajectory is its sample repeated to a
    size drawn around the target mean, plus a variant marker, so every content hash differs.
-   Records carry a random mast_annotation, so the "MAST-Data judge" hook runs too.
+   Records carry a random mast_annotation, so the "MAST-Data judge" hook runs too; one record in
+   50 has a bare ``NaN`` label, as real copies do (orjson refuses it: the json fallback reads it).
 2. Creates a fresh PostgreSQL database (DATABASE_URL's server, name mast_bench_import), migrates it.
 3. Imports the file with traces_import in this process and prints MB/s, records/s, peak RSS.
 
@@ -112,6 +113,8 @@ def build(path: Path, n_records: int, target_mb: float, seed: int = 7) -> int:
                 "trace": {"key": f"{mas}_bench", "index": i, "trajectory": trajectory(kind, text, size, i)},
                 "mast_annotation": {c: rng.choice([0, 0, 0, 1, None]) for c in CODES},
             }
+            if i % 50 == 7:  # real MAST-Data copies hold bare NaN labels: the standard-library fallback
+                rec["mast_annotation"]["2.2"] = float("nan")
             if i:
                 f.write(",\n")
             json.dump(rec, f, ensure_ascii=False)
@@ -144,9 +147,10 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/mast_bench_import.json")
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     ap.add_argument("--no-build", action="store_true", help="reuse the file built by an earlier run")
+    ap.add_argument("--db", default=BENCH_DB, help="bench database name (several people bench at once)")
     args = ap.parse_args()
 
-    env = bench_env(BENCH_DB)
+    env = bench_env(args.db)
 
     out = Path(args.out)
     t = time.perf_counter()

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from traces.models import ImportJob, Membership, Project, Step, Trace
+from traces.models import ImportJob, Membership, Project, Step, Trace, TraceSource
 
 
 class MembershipInline(admin.TabularInline):
@@ -49,5 +49,12 @@ class StepAdmin(admin.ModelAdmin):
 
 @admin.register(ImportJob)
 class ImportJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "status", "n_imported", "n_duplicates", "created_by", "created_at"]
+    list_display = ["id", "project", "status", "n_imported", "n_merged", "n_duplicates", "created_by", "created_at"]
     list_filter = ["status"]
+
+
+@admin.register(TraceSource)
+class TraceSourceAdmin(admin.ModelAdmin):
+    list_display = ["id", "trace", "external_id", "mas_name", "llm_name", "benchmark", "source_file", "created_at"]
+    search_fields = ["external_id", "source_file"]
+    raw_id_fields = ["trace", "import_job"]

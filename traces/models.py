@@ -122,6 +122,9 @@ class Step(models.Model):
     content = models.TextField()
     line_start = models.PositiveIntegerField()
     line_end = models.PositiveIntegerField()
+    # What the format says beyond the text, only the keys it gives (ParsedStep.details): "model",
+    # "input_tokens", "output_tokens", "timestamp" (as written), "duration_ms".
+    details = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["trace", "index"]
@@ -132,6 +135,32 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"step {self.index} ({self.agent})"
+
+
+class TraceSource(models.Model):
+    """Another record whose trace text equals a stored trace's (traces.importing.merge): its own
+    identity and the labels that came with it, kept instead of dropped as a duplicate. The trace
+    row holds the identity of the record that was imported first."""
+
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="sources")
+    external_id = models.CharField(max_length=300, blank=True)
+    mas_name = models.CharField("framework", max_length=100, blank=True)
+    llm_name = models.CharField("LLM", max_length=100, blank=True)
+    benchmark = models.CharField(max_length=100, blank=True)
+    source_file = models.CharField(max_length=500, blank=True)
+    record_number = models.PositiveIntegerField(null=True, blank=True)  # 0-based, as in ImportJob.report
+    # The record's own labels ({"1.1": 0|1|null}), never shown while they could reveal a rater's labels.
+    labels = models.JSONField(default=dict, blank=True)
+    import_job = models.ForeignKey(
+        "ImportJob", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_sources"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["trace", "id"]
+
+    def __str__(self) -> str:
+        return f"source {self.external_id or self.pk} of trace {self.trace_id}"
 
 
 class ImportJob(models.Model):
@@ -162,6 +191,9 @@ class ImportJob(models.Model):
     bytes_done = models.PositiveBigIntegerField(default=0)
     n_imported = models.PositiveIntegerField(default=0)
     n_duplicates = models.PositiveIntegerField(default=0)
+    n_merged = models.PositiveIntegerField(default=0)
+    # One line per file: what it became or why it was refused (traces.importing.report.FileLine).
+    report = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

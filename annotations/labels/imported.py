@@ -9,6 +9,12 @@ Codes the version does not have are kept in ``source["unmapped"]`` rather than d
 
 Rows are written in bulk in ``on_finish`` (still inside the import transaction): the 1,642-record
 file becomes ~1.6k annotations and ~23k labels in a handful of INSERTs.
+
+A record whose trace is already stored (``on_duplicate``; the importer keeps it as a
+``TraceSource`` with its labels) gives the trace its labels when the trace has none of this
+rater's yet (MAST-Data's AppWorld trajectory stored under two ``trace_id``s, the first without
+labels, or a trace first imported from its native file). When the trace already has them, the
+record's own labels stay on its source row: one rater has one annotation per trace and version.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 from annotations.labels.bulk import LabelSet, labels_bulk_write
-from annotations.models import ModeLabel, Rater
+from annotations.models import Annotation, ModeLabel, Rater
 from taxonomy.models import FailureMode
 from taxonomy.services import taxonomy_seed_mast
+from traces.models import Trace
 
 MAST_DATA_RATER = "MAST-Data judge"
 _STATE_KEY = "annotations.mast_data_judge"
@@ -46,8 +53,37 @@ class MastDataJudgeHook:
             (trace_id, labels, {"file": extra.get("source_file", ""), "record": extra.get("record_number")})
         )
 
+    def on_duplicate(self, *, batch: Any, content_hash: str, parsed: Any, extra: dict) -> None:
+        labels = extra.get("mast_annotation")
+        if labels:
+            source = {"file": extra.get("source_file", ""), "record": extra.get("record_number"), "merged": True}
+            batch.state.setdefault(_STATE_KEY + ".dup", []).append((content_hash, labels, source))
+
+    def _resolve_duplicates(self, batch: Any, pending: list) -> list:
+        dups = batch.state.pop(_STATE_KEY + ".dup", None)
+        if not dups:
+            return pending
+        ids = dict(
+            Trace.objects.filter(project=batch.project, content_hash__in={d for d, _, _ in dups}).values_list(
+                "content_hash", "id"
+            )
+        )
+        rater = mast_data_rater()
+        labelled = set(
+            Annotation.objects.filter(trace_id__in=ids.values(), rater=rater, round=None).values_list(
+                "trace_id", flat=True
+            )
+        )
+        labelled |= {trace_id for trace_id, _, _ in pending}
+        for digest, labels, source in dups:
+            trace_id = ids.get(digest)
+            if trace_id is not None and trace_id not in labelled:
+                labelled.add(trace_id)
+                pending.append((trace_id, labels, source))
+        return pending
+
     def on_finish(self, *, batch: Any) -> None:
-        pending = batch.state.pop(_STATE_KEY, None)
+        pending = self._resolve_duplicates(batch, batch.state.pop(_STATE_KEY, None) or [])
         if not pending:
             return
         version = batch.project.taxonomy_version or taxonomy_seed_mast()

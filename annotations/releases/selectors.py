@@ -389,7 +389,8 @@ def release_records(
                 "mas_name": t["mas_name"],
                 "llm_name": t["llm_name"],
                 "benchmark_name": t["benchmark"],
-                "trace_id": t["external_id"] or str(tid),
+                "trace_id": t["external_id"],  # always the source's own id ("" when it had none)
+                "studio_trace_id": tid,  # the database id, in its own column
                 "trace": {
                     "key": t["metadata__mad_key"] or "",
                     "index": t["metadata__mad_index"],

@@ -6,7 +6,8 @@ sha256.
 
 A record is the MAST-Data shape plus our own block::
 
-    {"mas_name", "llm_name", "benchmark_name", "trace_id",
+    {"mas_name", "llm_name", "benchmark_name", "trace_id",   # trace_id: the source's own id
+     "studio_trace_id",                                        # the database id
      "trace": {"key", "index", "trajectory"},
      "mast_annotation": {"1.1": 0 | 1 | None, ...},
      "mast_studio": {...}}          # final basis, raters, judges, evidence, rationales
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 MAST_FIELDS = ["mas_name", "llm_name", "benchmark_name", "trace_id"]
-CSV_FIXED = ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source"]
+CSV_FIXED = ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source", "studio_trace_id"]
 # After the mode columns: the agreed attribution (empty when the trace has none; modes joined by "|").
 CSV_ATTRIBUTION = [
     "decisive_step_id",
@@ -138,6 +139,7 @@ class CsvWriter:
             record["benchmark_name"],
             studio.get("content_hash", ""),
             studio.get("final_source", ""),
+            record.get("studio_trace_id", ""),
         ]
         row += ["" if labels.get(c) is None else labels[c] for c in self.codes]
         a = studio.get("attribution") or {}
@@ -173,6 +175,7 @@ def parquet_schema(codes: list[str]) -> pa.Schema:
             ),
             pa.field("mast_annotation", pa.struct([pa.field(c, pa.int8()) for c in codes])),
             pa.field("mast_studio", pa.string()),
+            pa.field("studio_trace_id", pa.int64()),
         ]
     )
 
@@ -194,7 +197,17 @@ class ParquetWriter:
     def _reset(self) -> None:
         self.cols: dict[str, list] = {
             k: []
-            for k in ("mas_name", "llm_name", "benchmark_name", "trace_id", "key", "index", "trajectory", "studio")
+            for k in (
+                "mas_name",
+                "llm_name",
+                "benchmark_name",
+                "trace_id",
+                "key",
+                "index",
+                "trajectory",
+                "studio",
+                "pk",
+            )
         }
         self.labels: list[list[int | None]] = [[] for _ in self.codes]
         self.n = 0
@@ -210,6 +223,7 @@ class ParquetWriter:
         c["index"].append(None if trace.get("index") is None else str(trace["index"]))
         c["trajectory"].append(trace.get("trajectory"))
         c["studio"].append(json.dumps(record.get("mast_studio") or {}, ensure_ascii=False, separators=(",", ":")))
+        c["pk"].append(record.get("studio_trace_id"))
         labels = record["mast_annotation"]
         for column, code in zip(self.labels, self.codes, strict=True):
             column.append(labels.get(code))
@@ -247,6 +261,7 @@ class ParquetWriter:
                 trace,
                 labels,
                 pa.array(c["studio"], pa.string()),
+                pa.array(c["pk"], pa.int64()),
             ],
             schema=self.schema,
         )
@@ -387,7 +402,9 @@ def render_card(manifest: dict[str, Any]) -> str:
         '`trace_id`, `trace` (`key`, `index`, `trajectory`) and `mast_annotation` (`{"1.1": 0|1|null, ...}`, '
         "null = unknown), so code written for MAST-Data reads it. Our additions are under `mast_studio` "
         "(a JSON string in Parquet): `final_source`, `final_basis` per mode, and where chosen `raters`, `judge`, "
-        "`evidence` and `rationales`. The CSV has one row per trace and one column per mode.",
+        "`evidence` and `rationales`. `trace_id` is always the trace's id in its source (empty when the source "
+        "gave none); `studio_trace_id` is this project's database id. The CSV has one row per trace and one "
+        "column per mode.",
         "",
         "## Failure modes",
         "",

@@ -27,3 +27,48 @@ def seed(ctx) -> None:
         f"Traces: {result.imported} imported, {result.duplicates} already there "
         "(seven frameworks + MAST-Data records with the MAST-Data judge's labels)"
     )
+
+
+FRAMEWORKS = Path(__file__).resolve().parents[1] / "demo_frameworks"
+FRAMEWORK_FILES = [
+    "claude_session.jsonl",
+    "autogen_taskresult.json",
+    "smolagents_memory.json",
+    "langgraph_supervisor.json",
+    "docent_agent_runs.json",
+    "adamast.jsonl",
+    "mast_same_trajectory.jsonl",
+]
+
+
+def seed_frameworks(ctx) -> None:
+    """A second project, "Demo: agent frameworks (2026)", filled through two import jobs whose pages
+    show the per-file report: one of every newer framework format (Claude Code session, AutoGen
+    TaskResult, smolagents memory, LangGraph supervisor, Docent runs, AdaMAST JSONL) beside a
+    ChatDev run's .log/.prompt/meta.txt and two MAST-Data records of one trajectory (one merged,
+    its labels kept); and one upload refused because of a file of ``[null, 3, "x"]``."""
+    from traces.importing.jobs import import_job_create, import_job_run
+    from traces.projects.services import membership_set, project_get_or_create
+
+    manager = ctx.users["manager"]
+    project, _ = project_get_or_create(slug="frameworks", name="Demo: agent frameworks (2026)", by=manager)
+    for username, role in (("alice", "annotator"), ("victor", "viewer")):
+        if username in ctx.users:
+            membership_set(project=project, user=ctx.users[username], role=role)
+    if project.import_jobs.exists():
+        ctx.say("Frameworks project: already imported (see its Import tab)")
+        return
+    chatdev = DEMO_DATA / "chatdev" / "Weather_CLI_DemoOrg_20261130090000"
+    batches = [
+        [*(FRAMEWORKS / n for n in FRAMEWORK_FILES), *sorted(chatdev.iterdir())],
+        [FRAMEWORKS / "claude_session.jsonl", FRAMEWORKS / "not_objects.json"],
+    ]
+    for paths in batches:
+        files = [open(p, "rb") for p in paths]  # noqa: SIM115 - closed below
+        try:
+            job = import_job_create(project=project, by=manager, files=files)
+        finally:
+            for f in files:
+                f.close()
+        job = import_job_run(job_id=job.pk)
+        ctx.say(f"Frameworks project: import #{job.pk} {job.status}, {job.n_imported} traces, {job.n_merged} merged")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from traces.importing.sources import Entry, Source, read_text
+from traces.parsers import detect_format
 
 
 def sources_from_entries(entries: list[Entry]) -> list[Source]:
@@ -32,9 +33,8 @@ def sources_from_entries(entries: list[Entry]) -> list[Source]:
             sources.append(Source(name=e.name, size=e.size, opener=e.opener))
             continue
         if e not in logs:
-            if _chatdev_companion(e.basename):
-                continue  # the run's .prompt, meta.txt, configs and generated code are not traces
-            sources.append(Source(name=e.name, size=e.size, opener=e.opener))
+            note = _companion_note(e, logs)
+            sources.append(Source(name=e.name, size=e.size, opener=e.opener, note=note))
             continue
         task = ""
         prompt = next((p for p in prompts if e.basename.startswith(p.basename[: -len(".prompt")])), None)
@@ -54,6 +54,35 @@ def sources_from_entries(entries: list[Entry]) -> list[Source]:
 
 _CHATDEV_CONFIGS = frozenset({"ChatChainConfig.json", "PhaseConfig.json", "RoleConfig.json", "meta.txt"})
 _CHATDEV_ARTIFACTS = (".prompt", ".py", ".md", ".png", ".jpg", ".jpeg", ".gif", ".pyc", ".csv", ".html", ".css", ".js")
+
+
+def _companion_note(e: Entry, logs: list[Entry]) -> str:
+    """What a file beside ChatDev .log files is ("" when it is a trace of its own)."""
+    if not _chatdev_companion(e.basename):
+        return ""
+    runs = ", ".join(sorted(log.basename for log in logs)[:3]) + (" ..." if len(logs) > 3 else "")
+    if e.basename.endswith(".prompt"):
+        return f"ChatDev task prompt of {runs}"
+    if e.basename == "meta.txt":
+        return f"ChatDev run metadata of {runs}" if len(logs) == 1 else "ChatDev meta.txt (several runs here: not used)"
+    if e.basename in _CHATDEV_CONFIGS:
+        return f"ChatDev configuration of {runs}"
+    if e.basename.lower().endswith(_TEXT_ARTIFACTS) and _is_other_trace(e):
+        return ""
+    return f"ChatDev generated file of {runs} (not a trace)"
+
+
+_TEXT_ARTIFACTS = (".md", ".py", ".txt", ".csv", ".html", ".js", ".css")
+
+
+def _is_other_trace(e: Entry) -> bool:
+    """A file whose head has another trace format's markers: a trace uploaded beside the run."""
+    try:
+        with e.opener() as f:
+            head = f.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return detect_format(head, filename=e.basename) not in ("plaintext", "chatdev")
 
 
 def _chatdev_companion(basename: str) -> bool:

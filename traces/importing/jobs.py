@@ -188,7 +188,7 @@ def _import(job: ImportJob) -> None:
         )
     except TraceImportError as e:
         fields = {"status": ImportJob.Status.FAILED, "failure": ImportJob.Failure.REFUSED, "error": str(e)}
-        fields.update(n_imported=0, n_duplicates=0)
+        fields.update(n_imported=0, n_duplicates=0, n_merged=0, report=e.files)
         shutil.rmtree(job.upload_dir, ignore_errors=True)  # the same input would be refused again
     except Exception as e:  # noqa: BLE001 - a job must end in a state a person can read
         logger.exception("import job %s crashed", job.pk)
@@ -199,6 +199,8 @@ def _import(job: ImportJob) -> None:
             "status": ImportJob.Status.DONE,
             "n_imported": result.imported,
             "n_duplicates": result.duplicates,
+            "n_merged": result.merged,
+            "report": result.files,
             "bytes_done": job.bytes_total,
             "error": "",
         }
@@ -222,7 +224,15 @@ def import_job_retry(*, job: ImportJob) -> ImportJob:
         kind=IMPORT_JOBS,
         pk=job.pk,
         check=_check_retryable,
-        fields={"failure": "", "bytes_done": 0, "n_imported": 0, "n_duplicates": 0, "started_at": None},
+        fields={
+            "failure": "",
+            "bytes_done": 0,
+            "n_imported": 0,
+            "n_duplicates": 0,
+            "n_merged": 0,
+            "report": [],
+            "started_at": None,
+        },
     )
 
 

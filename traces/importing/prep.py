@@ -113,3 +113,19 @@ def mast_record_trace(rec: MastRecord, name: str) -> tuple[ParsedTrace, str, dic
         "annotations": rec.annotations,
     }
     return parsed, clean_title(title or f"record {rec.number}"), extra
+
+
+_MODEL_TYPE = re.compile(r"ModelType\.(\w+)")
+
+
+def chatdev_model(meta: dict[str, str]) -> str:
+    """The model a ChatDev meta.txt names ("Model: GPT_4O", or a ``ModelType.GPT_4O`` anywhere), or ""."""
+    for key in ("Model", "Model_Type", "Model Type", "ModelType", "LLM"):
+        value = (meta.get(key) or "").strip()
+        if value:
+            m = _MODEL_TYPE.search(value)
+            return m.group(1) if m else value.splitlines()[0].strip()
+    for value in meta.values():
+        if m := _MODEL_TYPE.search(value):
+            return m.group(1)
+    return ""

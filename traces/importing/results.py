@@ -19,14 +19,21 @@ class TraceImportError(ProductError):
         super().__init__(message)
         self.result = result or ImportResult(imported=0, duplicates=0, failed=1, errors=[message])
 
+    @property
+    def files(self) -> list[dict]:
+        """The per-file report lines (traces.importing.report) when the import got that far."""
+        return self.result.files
+
 
 @dataclass
 class ImportResult:
     imported: int
-    duplicates: int
-    failed: int
+    duplicates: int  # records skipped: the same record (text and identity) was already stored
+    failed: int  # files refused
     errors: list[str] = field(default_factory=list)
     trace_ids: list[int] = field(default_factory=list)
+    merged: int = 0  # records whose text was stored, kept as another source of that trace
+    files: list[dict] = field(default_factory=list)  # one report line per file (report.FileLine)
 
 
 @dataclass

@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from traces.importing.jobs import import_job_progress
@@ -12,6 +13,21 @@ class ImportJobIn(serializers.Serializer):
     format = serializers.ChoiceField(choices=IMPORT_FORMATS, default="auto")
 
 
+class FileLineOut(serializers.Serializer):
+    """One file of the import (traces.importing.report.FileLine)."""
+
+    file = serializers.CharField()
+    status = serializers.ChoiceField(choices=["imported", "refused", "companion", "not stored"])
+    format = serializers.CharField(help_text="The format read (several when records differ).")
+    traces = serializers.IntegerField(help_text="New traces (would-be traces when not stored).")
+    merged = serializers.IntegerField(help_text="Records whose trace was stored: kept as another source of it.")
+    skipped = serializers.IntegerField(help_text="Records already imported (same text and identity).")
+    steps = serializers.IntegerField()
+    agents = serializers.ListField(child=serializers.CharField(), help_text="Up to 12 agent names.")
+    n_agents = serializers.IntegerField()
+    reason = serializers.CharField(help_text="Why it was refused, or what a companion file was used for.")
+
+
 class ImportJobOut(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.username", default=None)
     bytes_done = serializers.SerializerMethodField()
@@ -19,6 +35,8 @@ class ImportJobOut(serializers.ModelSerializer):
     n_imported = serializers.SerializerMethodField()
     n_duplicates = serializers.SerializerMethodField()
     n_failed = serializers.SerializerMethodField()
+    report = extend_schema_field(FileLineOut(many=True))(serializers.JSONField(read_only=True))
+    n_merged = serializers.IntegerField(read_only=True, help_text="Records merged into traces already stored.")
     can_retry = serializers.BooleanField(
         read_only=True, help_text="Failed with its input kept (not refused): POST .../retry/ queues it again."
     )
@@ -36,6 +54,8 @@ class ImportJobOut(serializers.ModelSerializer):
             "n_imported",
             "n_duplicates",
             "n_failed",
+            "n_merged",
+            "report",
             "error",
             "failure",
             "attempts",
@@ -65,5 +85,6 @@ class ImportJobOut(serializers.ModelSerializer):
         return self._figures(job)["n_duplicates"]
 
     def get_n_failed(self, job: ImportJob) -> int:
-        """Files refused: an import is all or nothing, so a failed job failed whole on one file."""
-        return 1 if job.status == ImportJob.Status.FAILED else 0
+        """Files refused (every one is named in ``report``); nothing is stored when any was."""
+        refused = sum(1 for line in job.report or [] if line.get("status") == "refused")
+        return refused or (1 if job.status == ImportJob.Status.FAILED else 0)

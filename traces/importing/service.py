@@ -17,8 +17,15 @@ How it works
    naming the file and the record/line, and the transaction rolls back: nothing from that import
    is stored. Imports into the same project are serialised with a transaction-scoped advisory
    lock, so two concurrent imports cannot race on the duplicate check.
-4. **Duplicates**: a trace whose ``content_hash`` (sha256 of the stored raw text) is already in
-   the project, or earlier in the same import, is skipped and counted, never an error.
+4. **Duplicates** (``traces.importing.merge``): a record whose ``content_hash`` (sha256 of the
+   stored raw text) is already in the project, or earlier in the same import, is not stored twice.
+   When its identity (its own trace id, framework, model, benchmark) differs from the trace's and
+   from the trace's other sources, it is **merged**: kept as a ``TraceSource`` of that trace, with
+   the labels that came with it (hooks' ``on_duplicate``). The same record again is **skipped**.
+   Both are counted apart in the result and in each file's line of the report.
+5. **Report** (``traces.importing.report``): one line per file, what it became or why it was
+   refused. When any file is refused nothing is stored, but the other files are still read so
+   the report names every bad file at once.
 
 Other apps store what comes with a record through the hooks of ``traces.importing.hooks``,
 called inside the same transaction. Web and API uploads run as background jobs
@@ -46,8 +53,10 @@ from django.db import connection, transaction
 
 from traces.importing.folders import sources_from_entries
 from traces.importing.hooks import ImportBatch, import_hooks
+from traces.importing.merge import KnownTraces
 from traces.importing.parquet import is_parquet, iter_parquet_traces
-from traces.importing.prep import clean_title, mast_record_trace, prepare
+from traces.importing.prep import chatdev_model, clean_title, mast_record_trace, prepare
+from traces.importing.report import COMPANION, IMPORTED, NOT_STORED, REFUSED, FileLine
 from traces.importing.results import ImportProgress, ImportResult, TraceImportError
 from traces.importing.sources import (
     CountingReader,
@@ -59,11 +68,15 @@ from traces.importing.sources import (
     read_or_refuse,
 )
 from traces.importing.writer import TraceWriter, trace_row
-from traces.models import ImportJob, Project, Trace
-from traces.parsers import FORMATS, ParsedTrace, ParseError, is_mast_data, iter_mast_records, parse_trace
+from traces.models import ImportJob, Project
+from traces.parsers import FORMATS, ParsedTrace, ParseError, is_mast_data, iter_mast_records, parse_traces
+from traces.parsers.registry import formats
 
 MAST_DATA = "mast_data"
 IMPORT_FORMATS: tuple[str, ...] = ("auto", MAST_DATA, *FORMATS)
+# What the form, the report and the API call each format (the registry's labels).
+FORMAT_LABELS: dict[str, str] = {"auto": "detect automatically", MAST_DATA: "MAST-Data (JSON / JSONL of records)"}
+FORMAT_LABELS.update({f.name: f.title for f in formats()})
 
 _HEAD = 65536
 _PROGRESS_EVERY = 0.2  # seconds
@@ -100,7 +113,7 @@ def _import_sources(
     progress: Callable[[ImportProgress], None] | None,
 ) -> ImportResult:
     total = sum(s.size for s in sources)
-    state = {"done": 0, "base": 0, "imported": 0, "duplicates": 0, "last": 0.0, "current": ""}
+    state = {"done": 0, "base": 0, "imported": 0, "duplicates": 0, "merged": 0, "last": 0.0, "current": ""}
 
     def report(force: bool = False) -> None:
         if progress is None:
@@ -113,51 +126,100 @@ def _import_sources(
                     bytes_done=min(state["done"], total),
                     bytes_total=total,
                     imported=state["imported"],
-                    duplicates=state["duplicates"],
+                    duplicates=state["duplicates"] + state["merged"],
                     current=state["current"],
                 )
             )
 
     batch = ImportBatch(project=project, by=by, job=job)
     hooks = import_hooks()
+    lines: list[FileLine] = []
+    refused: list[str] = []
     report(force=True)
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x4D415354, project.pk])
-        seen = set(Trace.objects.filter(project=project).values_list("content_hash", flat=True))
+        known = KnownTraces(project)
         writer = TraceWriter(batch, hooks)
 
-        def accept(parsed: ParsedTrace, title: str, extra: dict[str, Any]) -> None:
+        def accept(parsed: ParsedTrace, title: str, extra: dict[str, Any], line: FileLine) -> None:
             digest, stats = prepare(parsed)
             title = clean_title(title)
-            if digest in seen:
-                state["duplicates"] += 1
+            outcome = known.outcome(digest, parsed, extra)
+            line.add(format=_format_label(parsed), steps=stats["n_steps"], agents=stats["agents"], outcome=outcome)
+            if outcome != "new":
+                state["merged" if outcome == "merged" else "duplicates"] += 1
+                if refused:
+                    return
                 for hook in hooks:  # optional: records whose trace is already stored (rounds need them)
                     if hasattr(hook, "on_duplicate"):
                         hook.on_duplicate(batch=batch, content_hash=digest, parsed=parsed, extra=extra)
                 return
-            seen.add(digest)
+            state["imported"] += 1
+            if refused:
+                return  # nothing will be stored: read on only to report every file
             row = trace_row(project=project, job=job, parsed=parsed, title=title, digest=digest, stats=stats)
             writer.add(parsed, row, extra)
-            state["imported"] += 1
 
         for source in sources:
             state["current"] = source.name
             state["base"] = state["done"]
-            with contextlib.closing(_parse_source(source, format, state)) as items:
-                for parsed, title, extra in items:
-                    accept(parsed, title, extra)
-                    report()
+            line = FileLine(file=source.name)
+            lines.append(line)
+            if source.note:
+                line.status, line.reason = COMPANION, source.note
+            else:
+                try:
+                    with contextlib.closing(_parse_source(source, format, state)) as items:
+                        for parsed, title, extra in items:
+                            accept(parsed, title, extra, line)
+                            report()
+                except TraceImportError as e:
+                    line.status, line.reason = REFUSED, _reason(str(e), source.name)
+                    refused.append(str(e))
             state["done"] = state["base"] + source.size
             report()
+        if refused:
+            for other in lines:
+                if other.status == IMPORTED:
+                    other.status = NOT_STORED
+            result = _result(state, lines, [])
+            raise TraceImportError(
+                refused[0] if len(refused) == 1 else f"{len(refused)} files were refused: " + "; ".join(refused),
+                result=result,
+            )
         writer.flush()
+        known.store_sources(job=job)
         for hook in hooks:
             hook.on_finish(batch=batch)
     report(force=True)
+    return _result(state, lines, writer.trace_ids)
+
+
+def _result(state: dict, lines: list[FileLine], trace_ids: list[int]) -> ImportResult:
+    refused = [ln for ln in lines if ln.status == REFUSED]
     return ImportResult(
-        imported=state["imported"], duplicates=state["duplicates"], failed=0, errors=[], trace_ids=writer.trace_ids
+        imported=0 if refused else state["imported"],
+        duplicates=state["duplicates"],
+        merged=state["merged"],
+        failed=len(refused),
+        errors=[f"{ln.file}: {ln.reason}" for ln in refused],
+        trace_ids=trace_ids,
+        files=[ln.as_dict() for ln in lines],
     )
+
+
+def _reason(message: str, name: str) -> str:
+    """A refusal's message without the file name the report line already shows."""
+    return message[len(name) + 2 :] if message.startswith(name + ": ") else message.removeprefix(name + ", ")
+
+
+def _format_label(parsed: ParsedTrace) -> str:
+    fmt = parsed.format
+    inner = parsed.metadata.get("inner_format")
+    label = FORMAT_LABELS.get(fmt, fmt)
+    return f"{label} ({FORMAT_LABELS.get(inner, inner)})" if inner else label
 
 
 _Item = tuple[ParsedTrace, str, dict[str, Any]]
@@ -181,16 +243,24 @@ def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
         return
     text = decode_text(data, name)
     try:
-        parsed = parse_trace(text, format=format, filename=name)
+        traces = parse_traces(text, format=format, filename=name)
     except ParseError as e:
         raise TraceImportError(_where(name, e)) from None
-    if source.task and not parsed.task:
-        parsed.task = source.task
-    parsed.metadata["source_file"] = name
-    if source.meta:
-        parsed.metadata["chatdev_meta"] = source.meta
-    title = parsed.metadata.get("project_name") or PurePosixPath(name.split(":")[-1]).name
-    yield parsed, str(title), {"source_file": name, "record_number": None}
+    several = len(traces) > 1
+    for n, parsed in enumerate(traces):
+        if source.task and not parsed.task:
+            parsed.task = source.task
+        parsed.metadata["source_file"] = name
+        if source.meta:
+            parsed.metadata["chatdev_meta"] = source.meta
+            parsed.llm_name = parsed.llm_name or chatdev_model(source.meta)
+        base = parsed.metadata.get("project_name") or PurePosixPath(name.split(":")[-1]).name
+        title = f"{base} · {parsed.external_id or f'record {n + 1}'}" if several else base
+        extra = {"source_file": name, "record_number": n if several else None, "trace_id": parsed.external_id}
+        labels = parsed.metadata.pop("mast_annotation", None)
+        if labels:
+            extra["mast_annotation"] = labels
+        yield parsed, str(title), extra
 
 
 def _parse_mast_file(source: Source, head: bytes, f: IO[bytes], state: dict) -> Iterator[_Item]:

@@ -38,6 +38,9 @@ class Source:
     opener: Callable[[], IO[bytes]]
     task: str = ""  # ChatDev: from the .prompt beside the .log
     meta: dict = field(default_factory=dict)  # ChatDev: meta.txt
+    # Set for a file that is read with another one and is no trace itself (ChatDev's .prompt,
+    # meta.txt, configs, generated code): what it is, for the file's line in the import report.
+    note: str = ""
 
     def open(self) -> IO[bytes]:
         try:

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from traces.importing.jobs import import_job_create, import_job_progress, import_job_retry, import_upload_kept_until
 from traces.importing.results import TraceImportError
-from traces.importing.service import IMPORT_FORMATS
+from traces.importing.service import FORMAT_LABELS, IMPORT_FORMATS
 from traces.jobs import JobNotRetryable, max_attempts
 from traces.models import ImportJob
 from traces.projects.selectors import project_get_for_user
@@ -54,7 +54,7 @@ def import_page(request, slug):
             "role": role,
             "nav": "projects",
             "jobs": jobs,
-            "formats": IMPORT_FORMATS,
+            "formats": [(name, FORMAT_LABELS.get(name, name)) for name in IMPORT_FORMATS],
             "format": fmt if fmt in IMPORT_FORMATS else "auto",
             "error": error,
         },
@@ -74,10 +74,13 @@ def _job_context(project, job: ImportJob) -> dict:
                 t["url"] = reverse("trace_detail", kwargs={"slug": project.slug, "pk": t["id"]})
         except NoReverseMatch:  # the viewer is not installed in this build
             pass
+    refused = sum(1 for line in job.report or [] if line.get("status") == "refused")
     return {
         "project": project,
         "job": job,
         "figures": figures,
+        "not_stored_files": any(line.get("status") == "not stored" for line in job.report or []),
+        "refused_files": refused or (1 if job.status == ImportJob.Status.FAILED and job.failure == "refused" else 0),
         "traces": traces,
         "kept_until": import_upload_kept_until(job=job),
         "max_attempts": max_attempts(),

@@ -49,7 +49,7 @@ _TRACE_COLUMNS = (
     "import_job_id",
     "imported_at",
 )
-_STEP_COLUMNS = ("trace_id", "index", "agent", "kind", "content", "line_start", "line_end")
+_STEP_COLUMNS = ("trace_id", "index", "agent", "kind", "content", "line_start", "line_end", "details")
 
 
 @dataclass
@@ -129,9 +129,22 @@ class TraceWriter:
             step_sql = f"COPY {Step._meta.db_table} ({', '.join(_quote(c) for c in _STEP_COLUMNS)}) FROM STDIN"
             with pg.copy(step_sql, writer=QueuedLibpqWriter(pg)) as copy:
                 write = copy.write_row
+                dumps = json.dumps
                 for trace_id, p in zip(ids, pending, strict=True):
                     for st in p.parsed.steps:
-                        write((trace_id, st.index, st.agent[:200], st.kind, st.content, st.line_start, st.line_end))
+                        details = dumps(st.details, ensure_ascii=False) if st.details else "{}"
+                        write(
+                            (
+                                trace_id,
+                                st.index,
+                                st.agent[:200],
+                                st.kind,
+                                st.content,
+                                st.line_start,
+                                st.line_end,
+                                details,
+                            )
+                        )
         return ids
 
     def _write_orm(self, pending: list[_Pending]) -> list[int]:
@@ -146,6 +159,7 @@ class TraceWriter:
                 content=st.content,
                 line_start=st.line_start,
                 line_end=st.line_end,
+                details=st.details,
             )
             for t, p in zip(traces, pending, strict=True)
             for st in p.parsed.steps

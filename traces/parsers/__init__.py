@@ -21,24 +21,44 @@ Decisions worth knowing:
   ``metadata["nul_replaced"]`` counts them.
 * Text in no known format is split at blank lines into steps of 8..200 lines (``plaintext``);
   a format parser that finds no step falls back to that, so non-empty text never has zero steps.
+* A ``.json`` / ``.jsonl`` file must be JSON (unless ``format="plaintext"`` is asked for): one
+  that does not decode is refused with its line and column, never stored as a text trace. JSON
+  whose records are not objects (``[null, 3, "x"]``) is refused with the record named.
+* ``parse_traces`` returns every trace of a file (AdaMAST and Docent files hold one per record);
+  ``parse_trace`` is for files of one trace.
 """
 
 from __future__ import annotations
 
-from traces.parsers import appworld, chatdev, hyperagent, magentic_one, metagpt, openmanus
+from traces.parsers import (
+    adamast,
+    appworld,
+    autogen,
+    chatdev,
+    claude,
+    docent,
+    hyperagent,
+    langchain,
+    magentic_one,
+    metagpt,
+    openmanus,
+    smolagents,
+)
 from traces.parsers.ag2 import parse_ag2, parse_whowhen
 from traces.parsers.appworld import parse_appworld
 from traces.parsers.base import STEP_KINDS, ParsedStep, ParsedTrace, ParseError, normalise_newlines
 from traces.parsers.chatdev import parse_chatdev
-from traces.parsers.detect import detect_format, looks_json, normalise_mas_name
+from traces.parsers.detect import HEAD, detect_format, detect_json, looks_json, normalise_mas_name
 from traces.parsers.hyperagent import parse_hyperagent, parse_hyperagent_text
+from traces.parsers.jsonload import JSONDecodeError, loads
 from traces.parsers.magentic_one import parse_magentic_one
 from traces.parsers.mast import MastRecord, is_mast_data, iter_mast_records, parse_mast_record
 from traces.parsers.messages import load_json, load_jsonl, message_list, parse_messages
 from traces.parsers.metagpt import parse_metagpt_json, parse_metagpt_log
 from traces.parsers.openmanus import parse_openmanus
 from traces.parsers.plaintext import parse_plaintext, split_blocks
-from traces.parsers.registry import TraceFormat, format_register, formats, text_format
+from traces.parsers.registry import TraceFormat, format_register, formats, json_format, text_format
+from traces.parsers.shapes import json_type
 
 __all__ = [
     "FORMATS",
@@ -53,29 +73,47 @@ __all__ = [
     "normalise_mas_name",
     "parse_mast_record",
     "parse_trace",
+    "parse_traces",
 ]
 
 # The formats, in the order detection prefers on a tie and the import form lists them. A new text
 # format is one module (parse function + MARKERS) and one line here (see registry.py).
 for _fmt in (
-    TraceFormat("chatdev", parse=parse_chatdev, markers=chatdev.MARKERS, mas_name="ChatDev"),
-    TraceFormat("metagpt_json", kind="json"),
-    TraceFormat("metagpt_log", parse=parse_metagpt_log, markers=metagpt.MARKERS),
-    TraceFormat("ag2", kind="json"),
+    TraceFormat("chatdev", parse=parse_chatdev, markers=chatdev.MARKERS, mas_name="ChatDev", label="ChatDev log"),
+    TraceFormat("metagpt_json", kind="json", label="MetaGPT run JSON"),
+    TraceFormat("metagpt_log", parse=parse_metagpt_log, markers=metagpt.MARKERS, label="MetaGPT log"),
+    TraceFormat("ag2", kind="json", label="AG2 _human.json / messages"),
     # HyperAgent writes text logs and _human.json files: a text format that also accepts JSON.
-    TraceFormat("hyperagent", parse=parse_hyperagent_text, markers=hyperagent.MARKERS, mas_name="HyperAgent"),
-    TraceFormat("appworld", parse=parse_appworld, markers=appworld.MARKERS, mas_name="AppWorld"),
+    TraceFormat(
+        "hyperagent", parse=parse_hyperagent_text, markers=hyperagent.MARKERS, mas_name="HyperAgent", label="HyperAgent"
+    ),
+    TraceFormat("appworld", parse=parse_appworld, markers=appworld.MARKERS, mas_name="AppWorld", label="AppWorld log"),
     TraceFormat(
         "magentic_one",
         parse=parse_magentic_one,
         markers=magentic_one.MARKERS,
         mas_name="Magentic-One",
         filename_suffixes=("console_log.txt",),
+        label="Magentic-One console log",
     ),
-    TraceFormat("openmanus", parse=parse_openmanus, markers=openmanus.MARKERS, mas_name="OpenManus"),
-    TraceFormat("messages_json", kind="json"),
-    TraceFormat("plaintext", parse=parse_plaintext),
-    TraceFormat("whowhen", kind="json"),
+    TraceFormat(
+        "openmanus", parse=parse_openmanus, markers=openmanus.MARKERS, mas_name="OpenManus", label="OpenManus log"
+    ),
+    # JSON formats with their own sniffer and parser (registry.py says how to add one). Formats whose
+    # records hold another format's JSON (AdaMAST, Docent) come first: their keys settle it.
+    TraceFormat("adamast", kind="json", sniff=adamast.sniff, parse_obj=adamast.parse_adamast, label=adamast.LABEL),
+    TraceFormat("docent", kind="json", sniff=docent.sniff, parse_obj=docent.parse_docent, label=docent.LABEL),
+    TraceFormat("claude", kind="json", sniff=claude.sniff, parse_obj=claude.parse_claude, label=claude.LABEL),
+    TraceFormat("autogen", kind="json", sniff=autogen.sniff, parse_obj=autogen.parse_autogen, label=autogen.LABEL),
+    TraceFormat(
+        "smolagents", kind="json", sniff=smolagents.sniff, parse_obj=smolagents.parse_smolagents, label=smolagents.LABEL
+    ),
+    TraceFormat(
+        "langchain", kind="json", sniff=langchain.sniff, parse_obj=langchain.parse_langchain, label=langchain.LABEL
+    ),
+    TraceFormat("messages_json", kind="json", label="chat messages JSON / JSONL"),
+    TraceFormat("plaintext", parse=parse_plaintext, label="plain text"),
+    TraceFormat("whowhen", kind="json", label="Who&When JSON"),
 ):
     format_register(_fmt)
 
@@ -85,16 +123,43 @@ _JSON_FORMATS = frozenset({f.name for f in formats() if f.kind == "json"} | {"hy
 
 def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name: str = "") -> ParsedTrace:
     """Parse one native trace file (already decoded). Raises ParseError on bad input."""
+    traces = parse_traces(text, format=format, filename=filename, mas_name=mas_name)
+    if len(traces) != 1:
+        raise ParseError(f"the file holds {len(traces)} traces: read it with parse_traces", filename=filename)
+    return traces[0]
+
+
+def _json_named(filename: str) -> bool:
+    return filename.lower().rsplit(":", 1)[-1].endswith((".json", ".jsonl"))
+
+
+def parse_traces(text: str, *, format: str = "auto", filename: str = "", mas_name: str = "") -> list[ParsedTrace]:
+    """Every trace of one file (already decoded), in file order. Raises ParseError on bad input."""
     if not text or not text.strip():
         raise ParseError("empty trace", filename=filename)
     text = normalise_newlines(text)
     if is_mast_data(text[:8192].encode("utf-8", "replace")):
         raise ParseError("this is a MAST-Data file of many traces: read it with iter_mast_records", filename=filename)
-    if format == "auto":
-        format = detect_format(text, filename=filename, mas_name=mas_name)
-    elif format not in (names := [f.name for f in formats()]):
+    if format not in ("auto", *(names := [f.name for f in formats()])):
         raise ParseError(f"unknown format {format!r}; expected one of {', '.join(names)} or auto", filename=filename)
-    if format in _JSON_FORMATS and looks_json(text):
+    obj: object = _NOT_DECODED
+    if format != "plaintext" and (_json_named(filename) or json_format(format) is not None):
+        obj = _decode(text.lstrip("\ufeff"), filename)  # a .json file must be JSON: refused, line named, if not
+        if format == "auto":
+            format = detect_json(text.lstrip("\ufeff \t\r\n")[:HEAD], filename=filename, mas_name=mas_name)
+    elif format == "auto":
+        format = detect_format(text, filename=filename, mas_name=mas_name)
+    if (fmt := json_format(format)) is not None:
+        if obj is _NOT_DECODED:
+            obj = _decode(text.lstrip("\ufeff"), filename)
+        result = fmt.parse_obj(obj, filename)
+        traces = result if isinstance(result, list) else [result]
+        if not traces:
+            raise ParseError(f"read as {fmt.title}: the file holds no record", filename=filename)
+        return [_strip_nul(t) for t in traces]
+    if obj is not _NOT_DECODED:
+        _check_records(obj, filename)
+    if format in _JSON_FORMATS and (obj is not _NOT_DECODED or looks_json(text)):
         trace = _parse_json(text.lstrip("\ufeff"), format, filename=filename, mas_name=mas_name)
     elif (text_fmt := text_format(format)) is not None:
         trace = text_fmt.parse(text)
@@ -106,7 +171,42 @@ def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name
         trace.metadata["fallback"] = "plaintext"
     if not trace.steps:
         raise ParseError("trace has no content", filename=filename)
-    return _strip_nul(trace)
+    return [_strip_nul(trace)]
+
+
+_NOT_DECODED = object()
+
+
+def _decode(text: str, filename: str) -> object:
+    """The JSON of a file: one document, or JSONL (a list of its lines' objects)."""
+    stripped = text.lstrip()
+    if stripped.startswith("{") and _looks_jsonl(stripped):
+        rows = []
+        for n, raw in enumerate(text.split("\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = loads(raw)
+            except JSONDecodeError as e:
+                raise ParseError(f"invalid JSON: {e.msg} (column {e.colno})", filename=filename, line=n) from None
+            if not isinstance(row, dict):
+                raise ParseError(f"JSONL line is {json_type(row)}, expected an object", filename=filename, line=n)
+            rows.append(row)
+        return rows
+    try:
+        return loads(text)
+    except JSONDecodeError as e:
+        raise ParseError(f"invalid JSON: {e.msg} (column {e.colno})", filename=filename, line=e.lineno) from None
+
+
+def _check_records(obj: object, filename: str) -> None:
+    """JSON the older shapes read: an object, or a list of objects (the record named if not)."""
+    if isinstance(obj, list):
+        for n, item in enumerate(obj):
+            if not isinstance(item, dict):
+                raise ParseError(f"record is {json_type(item)}, expected an object", filename=filename, record=n)
+    elif not isinstance(obj, dict):
+        raise ParseError(f"the JSON is {json_type(obj)}, expected an object or a list of objects", filename=filename)
 
 
 def _parse_json(text: str, format: str, *, filename: str, mas_name: str) -> ParsedTrace:

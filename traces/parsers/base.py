@@ -23,6 +23,9 @@ class ParsedStep:
     content: str
     line_start: int
     line_end: int
+    # What the format says about the step beyond its text, only the keys it gives: "model",
+    # "input_tokens", "output_tokens" (ints), "timestamp" (as written), "duration_ms" (number).
+    details: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -53,4 +53,5 @@ def parse_chatdev(text: str) -> ParsedTrace:
         trace.metadata["project_name"] = m.group(1).strip()
     if m := _MODEL.search(head):
         trace.metadata["model_type"] = m.group(1)
+        trace.llm_name = m.group(1)  # ModelType.GPT_4O: the model ChatDev ran with
     return trace

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from traces.parsers.registry import formats
+from traces.parsers.registry import formats, sniff_json
 
 HEAD = 65536
 
@@ -43,6 +43,8 @@ def looks_json(text: str) -> bool:
 
 def detect_json(head: str, *, filename: str = "", mas_name: str = "") -> str:
     mas = normalise_mas_name(mas_name)
+    if sniffed := sniff_json(head):
+        return sniffed
     if "HyperAgent_" in head and '"history"' not in head:
         return "hyperagent"
     if '"run_id"' in head and '"content"' in head:

@@ -18,6 +18,7 @@ from typing import IO
 
 from traces.parsers.base import ParsedTrace, ParseError
 from traces.parsers.detect import normalise_mas_name
+from traces.parsers.jsonload import loads, loads_complete
 
 _CHUNK = 1 << 20
 
@@ -79,21 +80,98 @@ class _Prefixed:
         return self.fileobj.read(n if n and n > 0 else _CHUNK)
 
 
-# Strings (with escapes) as whole tokens, so brackets inside them are never counted;
-# a lone quote means the string is not complete in the buffer yet.
-_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]|"')
+# Where a record of the array may end: its closing brace, then the comma and the opening brace
+# and first quote of the next record (or the closing bracket at the end of the file). Inside a
+# JSON string a quote is always escaped, so ``{"`` after ``}, `` rarely occurs there, and a wrong
+# guess is caught anyway: a slice cut short of its record's end is never valid JSON.
+_RECORD_END = re.compile(rb'\}(?=[ \t\r\n]*(?:,[ \t\r\n]*\{[ \t\r\n]*"|\][ \t\r\n]*\Z))')
+_MAX_GUESSES = 8  # wrong guesses in one record before the token scanner reads it
 _SEPARATORS = re.compile(rb"[\s,]*")
 
 
 def _iter_array(stream: _Prefixed, filename: str) -> Iterator[MastRecord]:
-    """Split the top-level array into records and decode each with ``json.loads``.
+    """Split the top-level array into records and decode each one (orjson, see jsonload).
 
-    Not ijson: real MAST-Data copies contain bare ``NaN`` labels, which the C parser behind
-    ijson (yajl) rejects; ``json.loads`` reads them (as null here). Only the current record
-    and one chunk are held in memory.
+    The fast path guesses where each record ends (``_RECORD_END``) and lets the decoder check the
+    guess, so the bytes are scanned by C code only; a record it cannot place (not an object, too
+    many wrong guesses, the end of the file) goes to the token scanner, which names the record and
+    line of what is wrong. Only the current record and one chunk are held in memory. (Not ijson:
+    real MAST-Data copies contain bare ``NaN`` labels, which the C parser behind ijson rejects.)
     """
-    buf, pos, base_line = b"", 0, 1
-    depth, number, rec_start, rec_line, want, eof = 0, 0, -1, 1, _CHUNK, False
+    buf, eof = b"", False
+    while not eof and not buf.lstrip(b"\xef\xbb\xbf \t\r\n"):
+        more = stream.read(_CHUNK)
+        eof = not more
+        buf += more
+    start = buf.lstrip(b"\xef\xbb\xbf \t\r\n")
+    base_line = 1 + buf.count(b"\n", 0, len(buf) - len(start))
+    buf, pos, number, want = start, 1, 0, _CHUNK  # just after the "["
+    while True:
+        sep = _SEPARATORS.match(buf, pos)
+        pos = sep.end() if sep else pos
+        if pos >= len(buf) and not eof:
+            more = stream.read(_CHUNK)
+            eof = not more
+            base_line += buf.count(b"\n", 0, pos)
+            buf, pos = buf[pos:] + more, 0
+            continue
+        if buf[pos : pos + 1] != b"{":
+            _check_object(buf, pos, number, base_line, filename)
+            break  # "]" or the end of the file: the scanner says which
+        found, guesses, search_from = None, 0, pos
+        while found is None and guesses < _MAX_GUESSES:
+            m = _RECORD_END.search(buf, search_from)
+            if m is None:
+                if eof:
+                    break
+                more = stream.read(want)
+                eof = not more
+                want = min(want * 2, 64 * _CHUNK)
+                search_from = max(pos, len(buf) - 64)  # the lookahead may have been cut by the chunk
+                buf += more
+                continue
+            ok, item = loads_complete(buf[pos : m.end()])
+            if ok:
+                found = (m.end(), item)
+            else:
+                guesses += 1
+                search_from = m.end()
+        want = _CHUNK
+        if found is None:
+            break
+        end, item = found
+        line = base_line + buf.count(b"\n", 0, pos)
+        yield record_from_dict(item, number, filename=filename, line=line)
+        number += 1
+        base_line += buf.count(b"\n", 0, end)
+        buf, pos = buf[end:], 0
+    yield from _scan_array(stream, buf[pos:], eof, number, base_line + buf.count(b"\n", 0, pos), filename)
+
+
+_KINDS = {b"n": "null", b"t": "boolean", b"f": "boolean", b'"': "a string", b"[": "an array"}
+
+
+def _check_object(buf: bytes, pos: int, number: int, base_line: int, filename: str) -> None:
+    """Between records only "{", "]" or the end of the buffer may come: name anything else."""
+    first = buf[pos : pos + 1]
+    if first in (b"{", b"]", b""):
+        return
+    kind = _KINDS.get(first, "a number" if first in b"-0123456789" else "not JSON")
+    line = base_line + buf.count(b"\n", 0, pos)
+    raise ParseError(f"record is {kind}, expected an object", filename=filename, record=number, line=line)
+
+
+# Strings (with escapes) as whole tokens, so brackets inside them are never counted;
+# a lone quote means the string is not complete in the buffer yet.
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]|"')
+
+
+def _scan_array(
+    stream: _Prefixed, buf: bytes, eof: bool, number: int, base_line: int, filename: str
+) -> Iterator[MastRecord]:
+    """The token scanner: reads the array from inside it (``buf`` starts between records)."""
+    pos = 0
+    depth, rec_start, rec_line, want = 1, -1, base_line, _CHUNK
 
     def where(i: int) -> int:
         return base_line + buf.count(b"\n", 0, i)
@@ -128,7 +206,7 @@ def _iter_array(stream: _Prefixed, filename: str) -> Iterator[MastRecord]:
             return
         if depth == 1 and rec_start >= 0:
             try:
-                item = json.loads(buf[rec_start:pos], parse_constant=lambda _c: None)
+                item = loads(buf[rec_start:pos])
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise ParseError(f"invalid JSON ({e})", filename=filename, record=number, line=rec_line) from None
             yield record_from_dict(item, number, filename=filename, line=rec_line)
@@ -137,6 +215,7 @@ def _iter_array(stream: _Prefixed, filename: str) -> Iterator[MastRecord]:
             buf, pos, rec_start = buf[pos:], 0, -1
             sep = _SEPARATORS.match(buf)
             pos = sep.end() if sep else 0
+            _check_object(buf, pos, number, base_line, filename)
     line = rec_line if rec_start >= 0 else where(len(buf))
     raise ParseError("truncated JSON: the file ends inside this record", filename=filename, record=number, line=line)
 
@@ -156,14 +235,14 @@ def _iter_jsonl(head: bytes, fileobj: IO[bytes], filename: str) -> Iterator[Mast
             if not raw.strip():
                 continue
             try:
-                item = json.loads(raw, parse_constant=lambda _c: None)
+                item = loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise ParseError(f"invalid JSON line ({e})", filename=filename, record=number, line=line_no) from None
             yield record_from_dict(item, number, filename=filename, line=line_no)
             number += 1
 
 
-def _annotation(value: object, number: int, filename: str) -> dict[str, int | None] | None:
+def annotation_values(value: object, number: int, filename: str) -> dict[str, int | None] | None:
     if value is None:
         return None
     if isinstance(value, str):  # some copies store the dict as a JSON string
@@ -223,7 +302,7 @@ def record_from_dict(item: object, number: int, *, filename: str = "", line: int
         key=key,
         index=index if isinstance(index, str | int) or index is None else str(index),
         trajectory=trajectory,
-        mast_annotation=_annotation(item.get("mast_annotation"), number, filename),
+        mast_annotation=annotation_values(item.get("mast_annotation"), number, filename),
         round=rnd if isinstance(rnd, str | int) or rnd is None else str(rnd),
         annotations=annotations,
     )

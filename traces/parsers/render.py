@@ -9,7 +9,7 @@ rendered text, like every other format.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from traces.parsers.base import ParsedStep, normalise_newlines
 
@@ -20,6 +20,7 @@ class Message:
     kind: str
     content: str
     role: str = ""
+    details: dict = field(default_factory=dict)  # ParsedStep.details
 
 
 def text_of(value: object) -> str:
@@ -50,7 +51,7 @@ def render(messages: list[Message], *, first_line: int = 1) -> tuple[str, list[P
         body = normalise_newlines(msg.content).rstrip()
         block = f"### {label}\n{body}" if body else f"### {label}"
         end = line + block.count("\n")
-        steps.append(ParsedStep(i, msg.agent, msg.kind, block, line, end))
+        steps.append(ParsedStep(i, msg.agent, msg.kind, block, line, end, msg.details))
         blocks.append(block)
         line = end + 2
     return "\n\n".join(blocks), steps

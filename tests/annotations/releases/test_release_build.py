@@ -116,9 +116,10 @@ def test_csv_has_one_row_per_trace_and_one_column_per_mode(project, manager, lab
     rows = list(csv.reader(io.StringIO(file_path(release, "csv").read_text())))
     header = rows[0]
     assert header[:6] == ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source"]
+    assert header[6] == "studio_trace_id"
     n = len(all_codes(mast_version))
-    assert header[6 : 6 + n] == [f"FM-{c}" for c in all_codes(mast_version)]
-    assert header[6 + n :] == CSV_ATTRIBUTION
+    assert header[7 : 7 + n] == [f"FM-{c}" for c in all_codes(mast_version)]
+    assert header[7 + n :] == CSV_ATTRIBUTION
     assert len(rows) == 1 + 2
     t1 = next(r for r in rows if r[0] == labelled["t1"].external_id)
     assert t1[header.index("FM-1.3")] == "1" and t1[header.index("FM-1.1")] == "0"
@@ -136,8 +137,10 @@ def test_parquet_reads_back_with_pyarrow(project, manager, labelled, mast_versio
         "trace",
         "mast_annotation",
         "mast_studio",
+        "studio_trace_id",
     ]
     rows = {r["trace_id"]: r for r in table.to_pylist()}
+    assert rows[labelled["t1"].external_id]["studio_trace_id"] == labelled["t1"].pk
     assert rows[labelled["t1"].external_id]["mast_annotation"]["1.3"] == 1
     assert json.loads(rows[labelled["t2"].external_id]["mast_studio"])["final_source"] == "consensus"
 

@@ -65,7 +65,7 @@ def test_reimported_release_has_the_same_traces(exported, mast_version):
         c = copies[t.content_hash]
         assert c.raw_text == t.raw_text
         assert (c.mas_name, c.llm_name, c.benchmark) == (t.mas_name, t.llm_name, t.benchmark)
-        assert c.external_id == (t.external_id or str(t.pk))
+        assert c.external_id == t.external_id  # the source's own id, never the database id
 
 
 def test_reimported_release_has_the_same_labels(exported, mast_version):

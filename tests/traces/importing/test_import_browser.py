@@ -77,3 +77,79 @@ def test_the_job_page_polls_the_progress_bar_until_the_job_ends(
     ImportJob.objects.filter(pk=job.pk).update(status="done", n_imported=1639, n_duplicates=3, bytes_done=200_000_000)
     page.wait_for_selector("#import-job[data-status=done]", timeout=5000)  # the next 500 ms poll
     assert page.inner_text("[data-figure=imported]") == "1,639"
+
+
+def test_a_mixed_batch_shows_one_line_per_file_with_what_it_became(
+    celery_worker_process, live_server, page, login, screenshot, project, manager, demo_data, import_fixtures
+):
+    run = demo_data / "chatdev" / "Weather_CLI_DemoOrg_20261130090000"
+    chatdev = [
+        str(run / "Weather_CLI_DemoOrg_20261130090000.log"),
+        str(run / "Weather_CLI.prompt"),
+        str(run / "meta.txt"),
+    ]
+    good = [*chatdev, str(import_fixtures / "claude_session.jsonl"), str(import_fixtures / "autogen_taskresult.json")]
+    # (after the imp-spans merge an OTLP file joins this batch)
+    login(page, manager)
+
+    page.goto(f"{live_server.url}/p/{project.slug}/import/")
+    page.set_input_files("input[name=files]", [*good, str(import_fixtures / "not_objects.json")])
+    page.click(".import-form button[type=submit]")
+    page.wait_for_selector("#import-job[data-status=failed]", timeout=60000)
+    rows = page.locator("[data-testid=import-files] tbody tr")
+    assert rows.count() == 6  # one line per file, none dropped
+    lines = {rows.nth(i).locator(".file-name").inner_text(): rows.nth(i) for i in range(6)}
+    assert lines["not_objects.json"].get_attribute("data-status") == "refused"
+    assert "record 1: record is null, expected an object" in lines["not_objects.json"].inner_text()
+    assert lines["claude_session.jsonl"].get_attribute("data-status") == "not stored"
+    assert lines["meta.txt"].get_attribute("data-status") == "companion"
+    assert page.inner_text("[data-figure=failed]") == "1"
+    screenshot(page, "import-mixed-refused")
+
+    page.goto(f"{live_server.url}/p/{project.slug}/import/")
+    page.set_input_files("input[name=files]", good)
+    page.click(".import-form button[type=submit]")
+    page.wait_for_selector("#import-job[data-status=done]", timeout=60000)
+    rows = page.locator("[data-testid=import-files] tbody tr")
+    assert rows.count() == 5
+    text = {rows.nth(i).locator(".file-name").inner_text(): rows.nth(i).inner_text() for i in range(5)}
+    assert "Claude session JSONL" in text["claude_session.jsonl"] and "test-finder" in text["claude_session.jsonl"]
+    assert (
+        "AutoGen TaskResult" in text["autogen_taskresult.json"]
+        and "DataAnalystAgent" in text["autogen_taskresult.json"]
+    )
+    assert "ChatDev log" in text["Weather_CLI_DemoOrg_20261130090000.log"]
+    assert "ChatDev task prompt" in text["Weather_CLI.prompt"]
+    assert page.inner_text("[data-figure=imported]") == "3"
+    screenshot(page, "import-mixed-done")
+
+
+def test_the_report_table_of_a_finished_import_reads_well(
+    live_server, page, login, screenshot, project, manager, settings, tmp_path, demo_data, import_fixtures
+):
+    """The job page of imports run in this process (no worker): the per-file table, done and refused."""
+    from traces.importing.jobs import import_job_create, import_job_run
+
+    settings.MEDIA_ROOT = tmp_path
+    run = demo_data / "chatdev" / "Weather_CLI_DemoOrg_20261130090000"
+    names = ["claude_session.jsonl", "autogen_taskresult.json", "smolagents_memory.json", "docent_agent_runs.json"]
+    batches = [
+        [*sorted(run.iterdir()), *(import_fixtures / n for n in names)],
+        [import_fixtures / names[0], import_fixtures / "not_json.json"],
+    ]
+    jobs = []
+    for paths in batches:
+        files = [open(p, "rb") for p in paths]  # noqa: SIM115
+        job = import_job_create(project=project, by=manager, files=files)
+        for f in files:
+            f.close()
+        jobs.append(import_job_run(job_id=job.pk))
+    login(page, manager)
+    page.goto(f"{live_server.url}/p/{project.slug}/import/{jobs[0].pk}/")
+    assert page.locator("[data-testid=import-files] tbody tr").count() == 7
+    assert page.inner_text("[data-figure=imported]") == "5"
+    screenshot(page, "import-report-done")
+    page.goto(f"{live_server.url}/p/{project.slug}/import/{jobs[1].pk}/")
+    assert "line 1: invalid JSON" in page.inner_text("tr[data-status=refused]")
+    assert page.locator("tr[data-status='not stored']").count() == 1
+    screenshot(page, "import-report-refused")

@@ -25,7 +25,7 @@ def test_command_creates_the_project_and_prints_the_summary(mast_version, demo_d
     assert project.name == "Fresh one"
     assert project.taxonomy_version == mast_version
     assert Trace.objects.filter(project=project).count() == 10
-    assert "imported 10, duplicates skipped 0, failed 0" in out.getvalue()
+    assert "imported 10, merged 0, duplicates skipped 0, failed 0" in out.getvalue()
     assert "100.0%" in err.getvalue()  # the progress bar ends full
 
 
@@ -34,7 +34,7 @@ def test_command_run_twice_reports_duplicates(project, demo_data):
     call_command("import_traces", str(demo_data / "ag2"), project=project.slug, stdout=StringIO(), stderr=StringIO())
     out = StringIO()
     call_command("import_traces", str(demo_data / "ag2"), project=project.slug, stdout=out, stderr=StringIO())
-    assert "imported 0, duplicates skipped 1, failed 0" in out.getvalue()
+    assert "imported 0, merged 0, duplicates skipped 1, failed 0" in out.getvalue()
 
 
 @pytest.mark.django_db

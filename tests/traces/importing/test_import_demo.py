@@ -29,3 +29,25 @@ def test_demo_seed_imports_every_framework_and_is_idempotent(project, manager):
     }
     assert Annotation.objects.filter(rater__name="MAST-Data judge").count() == 3
     assert ctx.log[-1].startswith("Traces: 0 imported, 10 already there")
+
+
+def test_demo_frameworks_project_shows_a_done_and_a_refused_import(project, manager, settings, tmp_path):
+    from traces.importing.demo import seed_frameworks
+    from traces.models import ImportJob, TraceSource
+
+    settings.MEDIA_ROOT = tmp_path
+    ctx = DemoContext(project=project, users={"manager": manager})
+    seed_frameworks(ctx)
+    seed_frameworks(ctx)  # idempotent
+
+    done, refused = ImportJob.objects.filter(project__slug="frameworks").order_by("id")
+    # AdaMAST's third record holds the same TaskResult as autogen_taskresult.json: merged, like the
+    # second MAST-Data record of one trajectory
+    assert (done.status, done.n_imported, done.n_merged) == ("done", 9, 2)
+    formats = {line["format"] for line in done.report}
+    assert {"Claude session JSONL", "AutoGen TaskResult", "smolagents memory steps", "Docent AgentRun"} <= formats
+    assert len(done.report) == 10 and sum(line["status"] == "companion" for line in done.report) == 2
+    assert TraceSource.objects.filter(trace__project__slug="frameworks").count() == 2
+    assert (refused.status, refused.failure) == ("failed", "refused")
+    assert [line["status"] for line in refused.report] == ["not stored", "refused"]
+    assert Trace.objects.filter(project__slug="frameworks").count() == 9

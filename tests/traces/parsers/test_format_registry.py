@@ -31,7 +31,11 @@ def test_a_registered_text_format_is_detected_and_parsed(with_toy_format):
 def test_the_builtin_formats_are_registered_in_their_order():
     assert FORMATS[:3] == ("chatdev", "metagpt_json", "metagpt_log")
     json_formats = {f.name for f in registry.formats() if f.kind == "json"}
-    assert json_formats == {"metagpt_json", "ag2", "messages_json", "whowhen"}
+    assert {"metagpt_json", "ag2", "messages_json", "whowhen"} <= json_formats
+    sniffed = [f.name for f in registry.formats() if f.sniff is not None]
+    # the framework formats (imp-formats branch); span formats register beside them
+    assert {"claude", "autogen", "smolagents", "docent", "adamast", "langchain"} <= set(sniffed)
+    assert all(registry.json_format(name) is not None for name in sniffed)
 
 
 def test_a_text_format_needs_a_parse_function():

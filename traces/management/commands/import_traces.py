@@ -6,6 +6,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from traces.importing.report import FileLine
 from traces.importing.results import ImportProgress, TraceImportError
 from traces.importing.service import IMPORT_FORMATS, traces_import
 from traces.projects.services import project_get_or_create
@@ -13,7 +14,8 @@ from traces.projects.services import project_get_or_create
 
 class Command(BaseCommand):
     help = (
-        "Import trace files, folders (recursively) or .zip files into a project, all or nothing. "
+        "Import trace files, folders (recursively) or .zip files into a project, all or nothing; "
+        "prints one line per file (what it became, or why it was refused). "
         "The project is created (with the MAST v1 taxonomy) when it does not exist."
     )
 
@@ -35,14 +37,23 @@ class Command(BaseCommand):
         except TraceImportError as e:
             if bar:
                 bar.end()
-            self.stdout.write("imported 0, duplicates skipped 0, failed 1 (nothing was stored)")
+            self._report(e.files)
+            self.stdout.write(
+                f"imported 0, merged 0, duplicates skipped 0, failed {max(e.result.failed, 1)} (nothing was stored)"
+            )
             raise CommandError(str(e)) from None
         if bar:
             bar.end()
+        self._report(result.files)
         self.stdout.write(
-            f"imported {result.imported}, duplicates skipped {result.duplicates}, failed {result.failed} "
-            f"into {project.slug} in {time.monotonic() - started:.1f} s"
+            f"imported {result.imported}, merged {result.merged}, duplicates skipped {result.duplicates}, "
+            f"failed {result.failed} into {project.slug} in {time.monotonic() - started:.1f} s"
         )
+
+    def _report(self, files: list[dict]) -> None:
+        """One line per file, the same lines the job page and the API show."""
+        for line in files:
+            self.stdout.write("  " + FileLine(**line).summary())
 
 
 class _Bar:

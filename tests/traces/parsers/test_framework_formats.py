@@ -1,0 +1,206 @@
+"""Agent-framework JSON formats (issue 17) on fixtures written for the project: agents, kinds,
+content, model, tokens and timing; and the inputs each refuses, naming the format and what is missing."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from traces.parsers import ParseError, detect_format, parse_trace, parse_traces
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "import"
+
+
+def _read(name: str) -> str:
+    return (FIXTURES / name).read_text(encoding="utf-8")
+
+
+def _one(name: str):
+    trace = parse_trace(_read(name), filename=name)
+    for st in trace.steps:  # every step's content is exactly its lines of the stored text
+        lines = trace.raw_text.split("\n")[st.line_start - 1 : st.line_end]
+        assert "\n".join(lines) == st.content
+    return trace
+
+
+def test_claude_session_keeps_blocks_subagent_tools_and_usage() -> None:
+    t = _one("claude_session.jsonl")
+    assert (t.format, t.mas_name, t.llm_name) == ("claude", "Claude Code", "claude-sonnet-4-5-20250929")
+    assert t.external_id == "7f3c2a10-5b8e-4c1d-9a7e-2d4f6b8c0e11"
+    assert Counter(s.agent for s in t.steps) == {"Claude": 13, "test-finder": 4, "user": 2}
+    assert Counter(s.kind for s in t.steps) == {"message": 9, "tool_call": 5, "tool_output": 5}
+    first = t.steps[1]
+    assert "### Claude (thinking)" in first.content and "sniffer probably only tries commas" in first.content
+    assert first.details == {
+        "model": "claude-sonnet-4-5-20250929",
+        "input_tokens": 4120,
+        "output_tokens": 96,
+        "timestamp": "2026-11-30T09:11:05.120Z",
+    }
+    assert "output_tokens" not in t.steps[2].details  # one usage per API message, not per block
+    sub = [s for s in t.steps if s.agent == "test-finder"]
+    assert sub[1].kind == "tool_call" and 'call Bash({"command": "grep -rn sniff tests/ | head"})' in sub[1].content
+    assert sub[1].details["model"] == "claude-haiku-4-5"
+    failed = next(s for s in t.steps if "FAILED test_sniffer" in s.content)
+    assert (failed.agent, failed.kind) == ("Claude", "tool_output")
+    assert "### Claude (tool result: Bash (error))" in failed.content
+    assert t.task.startswith("csvstat crashes on semicolon-separated files")
+    assert t.metadata["summaries"] == ["Fix csvkit sniffer on semicolon files"]
+
+
+def test_autogen_taskresult_takes_agents_from_source() -> None:
+    t = _one("autogen_taskresult.json")
+    assert (t.format, t.mas_name) == ("autogen", "AG2")
+    assert Counter(s.agent for s in t.steps) == {
+        "PlanningAgent": 5,
+        "WebSearchAgent": 3,
+        "DataAnalystAgent": 3,
+        "user": 1,
+        "MaxMessageTermination": 1,
+    }
+    call, result, summary = t.steps[2:5]
+    assert (
+        call.kind == "tool_call"
+        and 'call search_web_tool({"query": "2025 Tour de France stage winners list"})' in call.content
+    )
+    assert call.details == {"input_tokens": 402, "output_tokens": 22}
+    assert result.kind == "tool_output" and "M. Skjelmose (DEN)" in result.content
+    assert summary.kind == "tool_output" and "(tool summary)" in summary.content
+    err = t.steps[7]
+    assert "[percentage_change_tool error] Error: percentage_change_tool needs start and end values" in err.content
+    assert "### PlanningAgent (handoff -> user)" in t.steps[10].content
+    assert t.steps[-1].kind == "system" and t.metadata["stop_reason"].startswith("Maximum number of messages")
+    assert t.steps[0].details == {"timestamp": "2026-11-29T14:00:00Z"}
+
+
+def test_autogen_without_sources_is_refused_not_imported_as_unknown() -> None:
+    data = json.dumps(
+        {"messages": [{"content": "hi", "type": "TextMessage"}, {"content": "yo", "type": "TextMessage"}]}
+    )
+    with pytest.raises(
+        ParseError, match=r"x.json: read as AutoGen TaskResult: no message names its agent \('source'\)"
+    ):
+        parse_trace(data, filename="x.json")
+
+
+def test_smolagents_memory_of_two_agents_in_time_order() -> None:
+    t = _one("smolagents_memory.json")
+    assert (t.format, t.mas_name, t.llm_name) == ("smolagents", "smolagents", "Qwen/Qwen2.5-Coder-32B-Instruct")
+    assert Counter(s.agent for s in t.steps) == {"manager": 12, "web_agent": 15, "user": 3}
+    # the manager's call to web_agent (step 1, t=1004) is followed by its observations, then by
+    # web_agent's task and steps (t=1006...), then the manager's step 2 (t=1030): by start time
+    first_call = next(i for i, s in enumerate(t.steps) if s.kind == "tool_call" and "web_agent" in s.content)
+    agents = [s.agent for s in t.steps[first_call : first_call + 5]]
+    assert agents == ["manager", "manager", "user", "web_agent", "web_agent"]
+    error = next(s for s in t.steps if "(error)" in s.content)
+    assert error.kind == "tool_output" and "HTTPError 429" in error.content and error.agent == "web_agent"
+    plan = next(s for s in t.steps if "(plan)" in s.content)
+    assert plan.details == {"input_tokens": 800, "output_tokens": 90, "timestamp": "1000.0", "duration_ms": 3000.0}
+    final = [s for s in t.steps if "(final answer)" in s.content]
+    assert final[-1].agent == "manager" and final[-1].content.endswith("174")
+    assert t.task.startswith("How many years passed")
+
+
+def test_langgraph_supervisor_names_agents_and_tool_results() -> None:
+    t = _one("langgraph_supervisor.json")
+    assert (t.format, t.mas_name, t.llm_name) == ("langchain", "LangGraph", "gpt-4o-2024-08-06")
+    assert Counter(s.agent for s in t.steps) == {"supervisor": 5, "research_expert": 5, "math_expert": 7, "user": 1}
+    assert Counter(s.kind for s in t.steps) == {"message": 4, "tool_call": 7, "tool_output": 7}
+    err = next(s for s in t.steps if "unexpected keyword" in s.content)
+    assert err.agent == "math_expert" and "(tool result: divide (error))" in err.content
+    assert t.metadata == {"source_format": "json", "remaining_steps": 12}
+
+
+def test_langchain_messages_to_dict_and_role_styles() -> None:
+    data = [
+        {"type": "human", "data": {"content": "2+2?", "type": "human"}},
+        {
+            "type": "ai",
+            "data": {"content": "", "type": "ai", "tool_calls": [{"name": "calc", "args": {"e": "2+2"}, "id": "c1"}]},
+        },
+        {"type": "tool", "data": {"content": "4", "type": "tool", "tool_call_id": "c1", "name": "calc"}},
+        {"role": "assistant", "content": "4", "response_metadata": {"model_name": "m1"}},
+    ]
+    t = parse_trace(json.dumps(data), filename="lc.json")
+    assert t.format == "langchain"
+    assert [(s.agent, s.kind) for s in t.steps] == [
+        ("user", "message"),
+        ("assistant", "tool_call"),
+        ("assistant", "tool_output"),
+        ("assistant", "message"),
+    ]
+    assert t.steps[3].details == {"model": "m1"}
+
+
+def test_docent_runs_one_trace_per_run_one_agent_per_transcript() -> None:
+    (t,) = parse_traces(_read("docent_agent_runs.json"), filename="docent_agent_runs.json")
+    assert (t.format, t.llm_name, t.benchmark, t.external_id, t.outcome) == (
+        "docent",
+        "gpt-4.1-mini",
+        "GSM8K",
+        "b5e1c7d2-debate-0001",
+        "success",
+    )
+    assert Counter(s.agent for s in t.steps) == {"critic": 6, "proponent": 4, "user": 4, "": 1}
+    assert "[reasoning] 18 / 3 = 6 groups." in t.steps[2].content
+    broken = next(s for s in t.steps if "never closed" in s.content)
+    assert (
+        broken.agent == "critic" and broken.kind == "tool_output" and "(tool result: python (error))" in broken.content
+    )
+
+
+def test_adamast_jsonl_is_one_trace_per_record_with_its_metadata() -> None:
+    traces = parse_traces(_read("adamast.jsonl"), filename="adamast.jsonl")
+    assert [t.external_id for t in traces] == ["programdev-v2-17", "gsm-plus-88", "gaia-val-5"]
+    assert [t.format for t in traces] == ["adamast"] * 3
+    assert [t.metadata["inner_format"] for t in traces] == ["chatdev", "ag2", "autogen"]
+    assert [(t.mas_name, t.llm_name, t.benchmark) for t in traces] == [
+        ("ChatDev", "GPT-4o", "ProgramDev-v2"),
+        ("AG2", "Qwen2.5-72B", "GSM-Plus"),
+        ("Magentic-One", "gpt-4o", ""),
+    ]
+    assert traces[0].metadata["mast_annotation"] == {"1.1": 0, "1.3": 1, "3.2": 1}
+    assert "Programmer" in {s.agent for s in traces[0].steps}
+    assert traces[1].task == "A train leaves at 3 pm ..."
+
+
+def test_adamast_record_without_trajectory_is_refused_with_its_record() -> None:
+    text = json.dumps({"problem_id": "a", "task": "t", "raw_trajectory": "hello", "metadata": {}}) + "\n"
+    text += json.dumps({"problem_id": "b", "task": "t", "raw_trajectory": "", "metadata": {}}) + "\n"
+    with pytest.raises(ParseError, match=r"a.jsonl, record 2: read as AdaMAST JSONL: record has no 'raw_trajectory'"):
+        parse_traces(text, filename="a.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("claude_session.jsonl", "claude"),
+        ("autogen_taskresult.json", "autogen"),
+        ("smolagents_memory.json", "smolagents"),
+        ("langgraph_supervisor.json", "langchain"),
+        ("docent_agent_runs.json", "docent"),
+        ("adamast.jsonl", "adamast"),
+    ],
+)
+def test_formats_are_detected_from_their_keys(name: str, fmt: str) -> None:
+    assert detect_format(_read(name), filename=name) == fmt
+
+
+def test_json_of_non_objects_is_refused_with_the_record() -> None:
+    with pytest.raises(ParseError, match=r"not_objects.json, record 1: record is null, expected an object"):
+        parse_trace(_read("not_objects.json"), filename="not_objects.json")
+
+
+def test_json_file_that_is_not_json_is_refused_unless_plaintext_is_asked_for() -> None:
+    with pytest.raises(ParseError, match=r"not_json.json, line 1: invalid JSON"):
+        parse_trace(_read("not_json.json"), filename="not_json.json")
+    assert parse_trace(_read("not_json.json"), filename="not_json.json", format="plaintext").format == "plaintext"
+
+
+def test_messages_with_no_content_are_refused() -> None:
+    data = json.dumps({"messages": [{"source": "a", "type": "TextMessage", "content": ""}]})
+    with pytest.raises(ParseError, match="read as AutoGen TaskResult: no message has any content"):
+        parse_trace(data, filename="empty.json")

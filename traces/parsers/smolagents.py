@@ -1,0 +1,135 @@
+"""smolagents memory steps: ``agent.memory.get_full_steps()`` (a list of step dicts), one agent's or
+several agents' (``{"agents": {"manager": [...], "search_agent": [...]}}`` or a list of
+``{"name", "steps"}``), optionally wrapped as ``{"agent_name" | "name", "model_id", "steps"}``.
+
+Step dicts carry no type field; the keys say which step it is: ``system_prompt``
+(SystemPromptStep), ``task`` (TaskStep), ``plan`` (PlanningStep), ``step_number`` /
+``model_output`` / ``observations`` (ActionStep), ``output`` / ``final_answer`` (FinalAnswerStep).
+An ActionStep becomes up to four steps: the model output (a message, with ``token_usage`` or
+``input_token_count``/``output_token_count`` and ``timing`` or ``start_time``/``duration``), one tool
+call per ``tool_calls`` entry, the ``observations`` (tool output) and its ``error``.
+
+Agents: the wrapper's name; a bare list is one agent called "agent" (smolagents' memory does not
+name it). With several agents whose steps carry timing, steps are ordered by start time, so the
+manager's call to a managed agent is followed by that agent's steps.
+"""
+
+from __future__ import annotations
+
+from traces.parsers.base import ParsedTrace, ParseError
+from traces.parsers.render import Message, text_of
+from traces.parsers.shapes import as_dict, as_list, build_trace, call_text, json_text, text, usage_details
+
+LABEL = "smolagents memory steps"
+
+
+def sniff(head: str) -> bool:
+    return (
+        '"step_number"' in head
+        and any(k in head for k in ('"model_output', '"observations"', '"action_output"'))
+        or ('"model_input_messages"' in head)
+    )
+
+
+def _timing(step: dict) -> tuple[object, object]:
+    timing = as_dict(step.get("timing"))
+    start = timing.get("start_time", step.get("start_time"))
+    duration = timing.get("duration", step.get("duration"))
+    if duration is None and isinstance(timing.get("end_time"), int | float) and isinstance(start, int | float):
+        duration = timing["end_time"] - start
+    return start, duration * 1000 if isinstance(duration, int | float) else None
+
+
+def _details(step: dict) -> dict:
+    start, duration_ms = _timing(step)
+    usage = step.get("token_usage")
+    if usage is None and ("input_token_count" in step or "output_token_count" in step):
+        usage = {"input_tokens": step.get("input_token_count"), "output_tokens": step.get("output_token_count")}
+    return usage_details(usage, timestamp=start, duration_ms=duration_ms)
+
+
+def _step_messages(agent: str, step: dict) -> list[Message]:
+    if "system_prompt" in step:
+        return [Message(agent, "system", text_of(step["system_prompt"]), "system prompt")]
+    if "task" in step and "step_number" not in step:
+        return [Message("user", "message", text_of(step["task"]), "task")]
+    if "plan" in step:
+        return [Message(agent, "message", text_of(step["plan"]), "plan", _details(step))]
+    if ("output" in step or "final_answer" in step) and "step_number" not in step:
+        return [Message(agent, "message", json_text(step.get("output", step.get("final_answer"))), "final answer")]
+    out = []
+    model_output = step.get("model_output")
+    if model_output is None:
+        model_output = as_dict(step.get("model_output_message")).get("content")
+    label = f"step {step['step_number']}" if isinstance(step.get("step_number"), int) else ""
+    out.append(Message(agent, "message", text_of(model_output), label, _details(step)))
+    for call in as_list(step.get("tool_calls")):
+        c = as_dict(call)
+        fn = as_dict(c.get("function")) or c
+        out.append(Message(agent, "tool_call", call_text(text(fn.get("name")), fn.get("arguments")), ""))
+    if step.get("observations") not in (None, ""):
+        out.append(Message(agent, "tool_output", text_of(step["observations"]), "observations"))
+    error = step.get("error")
+    if error:
+        e = as_dict(error)
+        body = f"{text(e.get('type')) or 'Error'}: {text(e.get('message'))}" if e else text_of(error)
+        out.append(Message(agent, "tool_output", body, "error"))
+    if step.get("is_final_answer") and step.get("action_output") is not None:
+        out.append(Message(agent, "message", json_text(step["action_output"]), "final answer"))
+    return out
+
+
+def _agents(obj: object, filename: str) -> tuple[list[tuple[str, list]], dict]:
+    meta: dict = {}
+    if isinstance(obj, list) and obj and all(isinstance(x, dict) and isinstance(x.get("steps"), list) for x in obj):
+        return [
+            (text(x.get("name") or x.get("agent_name")) or f"agent {i + 1}", x["steps"]) for i, x in enumerate(obj)
+        ], meta
+    if isinstance(obj, list):
+        return [("agent", obj)], meta
+    if not isinstance(obj, dict):
+        raise ParseError(f"read as {LABEL}: expected a list of steps or an object with 'steps'", filename=filename)
+    for key in ("model_id", "model"):
+        if text(obj.get(key)):
+            meta["model_id"] = obj[key]
+    agents = obj.get("agents")
+    if isinstance(agents, dict):
+        return [(str(name), as_list(steps)) for name, steps in agents.items()], meta
+    if isinstance(agents, list):
+        return _agents(agents, filename)[0], meta
+    steps = obj.get("steps", obj.get("memory"))
+    if not isinstance(steps, list):
+        raise ParseError(f"read as {LABEL}: no 'steps' list", filename=filename)
+    return [(text(obj.get("agent_name") or obj.get("name")) or "agent", steps)], meta
+
+
+def parse_smolagents(obj: object, filename: str = "") -> ParsedTrace:
+    agents, meta = _agents(obj, filename)
+    timed: list[tuple[float, int, list[Message]]] = []
+    order = 0
+    for agent, steps in agents:
+        starts: list[float | None] = []
+        for step in steps:
+            if not isinstance(step, dict):
+                raise ParseError(f"read as {LABEL}: step {order + 1} of {agent} is not an object", filename=filename)
+            start = _timing(step)[0]
+            starts.append(float(start) if isinstance(start, int | float) else None)
+        # an untimed step (a task, the system prompt) takes the time of the agent's next timed step
+        following: float = float("inf")
+        for i in range(len(steps) - 1, -1, -1):
+            start = starts[i]
+            if start is None:
+                starts[i] = following
+            else:
+                following = start
+        for step, start in zip(steps, starts, strict=True):
+            timed.append((start if start is not None else float("inf"), order, _step_messages(agent, step)))
+            order += 1
+    if len(agents) > 1 and any(t[0] != float("inf") for t in timed):
+        timed.sort(key=lambda t: (t[0], t[1]))
+    msgs = [m for _, _, ms in timed for m in ms]
+    task = next((m.content for m in msgs if m.role == "task"), "")
+    trace = build_trace("smolagents", LABEL, msgs, filename=filename, mas_name="smolagents", task=task, metadata=meta)
+    if not trace.llm_name and meta.get("model_id"):
+        trace.llm_name = str(meta["model_id"])
+    return trace
