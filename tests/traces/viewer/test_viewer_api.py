@@ -139,6 +139,22 @@ def test_search_finds_several_hits_on_one_line(project):
     assert [(h.line, h.col) for h in hits] == [(1, 0), (1, 11), (3, 6)]
 
 
+@pytest.mark.parametrize(
+    ("q", "lines"),
+    [
+        ("100%", [1]),  # LIKE wildcards in the query are plain characters
+        ("E_N", [2]),
+        ("c:\\TEMP", [3]),
+        ("ÄRGER", [4]),  # not ASCII: the locale's case folding
+        ("0% ", [1]),
+    ],
+)
+def test_search_treats_wildcards_as_text_and_folds_case(project, q, lines):
+    text = "done: 100% of it\n\ndone_now and then\n\nsaved to C:\\temp\\x\n\nkein ärger hier\n"
+    t = trace_from_text(project, text, format="plaintext", filename="w.txt")
+    assert [h.line for h in trace_search(trace=t, q=q).hits] == [2 * k - 1 for k in lines]
+
+
 def test_search_caps_hits(trace):
     result = trace_search(trace=trace, q="turn", max_hits=10)
     assert result.count == 10
