@@ -139,7 +139,7 @@ def start_gunicorn(env: dict, port: int, workers: int, threads: int) -> subproce
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    deadline = time.time() + 30
+    deadline = time.time() + 120  # a loaded machine (load 10) needs a minute to import Django twice
     while time.time() < deadline:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)

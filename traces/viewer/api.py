@@ -19,6 +19,7 @@ from traces.viewer.selectors import (
     trace_outline,
     trace_outline_version,
     trace_raw_text,
+    trace_rows_mark_labelled,
     trace_search,
     trace_steps_window,
 )
@@ -61,6 +62,10 @@ class TraceListApi(ProjectScopedMixin, generics.ListAPIView):
     @extend_schema(parameters=[TraceListIn])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        return trace_rows_mark_labelled(user=self.request.user, project=self.project, rows=page)
 
     def get_queryset(self):
         query = TraceListIn(data=self.request.query_params)

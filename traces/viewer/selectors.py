@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from traces.models import Project, Step, Trace
 from traces.projects.selectors import user_can
-from traces.viewer.label_state import trace_label_state
+from traces.viewer.label_state import trace_label_state, trace_label_state_of
 
 PAGE_SIZE = 50
 # The first window of the viewer: at most this many steps and (about) this many lines.
@@ -120,21 +120,18 @@ class TraceFilters:
 def trace_list_for_user(*, user, project: Project, filters: TraceFilters | None = None) -> QuerySet[Trace]:
     """Traces of a project the user may view, filtered and sorted (404 for non-members).
 
-    Rows carry only the list's columns plus ``task_head`` (the first characters of the task)
-    and ``is_labelled``. The role check is cached on the user by project_get_for_user, so it
-    costs no query after it.
+    Rows carry only the list's columns plus ``task_head`` (the first characters of the task);
+    ``is_labelled`` is in the SELECT only when the list filters on it. Otherwise call
+    ``trace_rows_mark_labelled`` on the page's rows (one query for the page, where an EXISTS per
+    row made PostgreSQL hash every annotation of a 100,000-trace project). The role check is
+    cached on the user by project_get_for_user, so it costs no query after it.
     """
     if not user_can(user=user, project=project, capability="view"):
         raise Http404("No such project.")
     f = filters or TraceFilters()
-    qs = (
-        Trace.objects.filter(project=project)
-        .only(*LIST_FIELDS)
-        .annotate(
-            task_head=Substr("task", 1, TASK_HEAD_CHARS),
-            is_labelled=trace_label_state(user=user, project=project),
-        )
-    )
+    qs = Trace.objects.filter(project=project).only(*LIST_FIELDS).annotate(task_head=Substr("task", 1, TASK_HEAD_CHARS))
+    if f.labelled:
+        qs = qs.annotate(is_labelled=trace_label_state(user=user, project=project))
     if f.framework:
         qs = qs.filter(mas_name=f.framework)
     if f.llm:
@@ -168,6 +165,17 @@ class CappedCountPaginator(Paginator):
         n = self.object_list[: self.count_cap + 1].count()
         self.count_capped = n > self.count_cap
         return min(n, self.count_cap)
+
+
+def trace_rows_mark_labelled(*, user, project: Project, rows) -> list[Trace]:
+    """The page's rows as a list, each with ``is_labelled`` set (one query, none when the list
+    already filtered on it)."""
+    rows = list(rows)
+    todo = [t for t in rows if not hasattr(t, "is_labelled")]
+    labelled = trace_label_state_of(user=user, project=project, trace_ids=[t.pk for t in todo])
+    for t in todo:
+        t.is_labelled = t.pk in labelled
+    return rows
 
 
 def trace_paginator(*, qs: QuerySet[Trace], filters: TraceFilters, per_page: int = PAGE_SIZE) -> Paginator:
@@ -529,6 +537,7 @@ __all__ = [
     "trace_outline",
     "trace_outline_version",
     "trace_paginator",
+    "trace_rows_mark_labelled",
     "trace_raw_lines",
     "trace_raw_text",
     "trace_search",
