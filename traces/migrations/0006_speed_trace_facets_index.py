@@ -4,14 +4,13 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('traces', '0005_import_job_liveness'),
+        ("traces", "0005_import_job_liveness"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='trace',
-            index=models.Index(fields=['project', 'mas_name', 'llm_name', 'benchmark'], name='trace_project_facets'),
+            model_name="trace",
+            index=models.Index(fields=["project", "mas_name", "llm_name", "benchmark"], name="trace_project_facets"),
         ),
     ]
