@@ -139,7 +139,7 @@ def start_gunicorn(env: dict, port: int, workers: int, threads: int) -> subproce
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    deadline = time.time() + 30
+    deadline = time.time() + 120  # a loaded machine (load 10) needs a minute to import Django twice
     while time.time() < deadline:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
@@ -294,6 +294,20 @@ def warm_up(port: int, infos: list[dict]) -> None:
         t.join()
 
 
+def server_cpu_seconds(server: subprocess.Popen) -> float:
+    """User + system CPU of gunicorn's worker processes so far (from /proc; Linux)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == server.pid:  # field 4, the parent pid: a worker of this master
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] * 1000
@@ -340,12 +354,14 @@ def main() -> int:
         )
         ACCESS_LOG.write_text("")  # the concurrent run's server times only
         clients = [Client(port, info, args.seconds, (lo, hi), seed=i) for i, info in enumerate(infos[:-1])]
+        cpu0 = server_cpu_seconds(server)
         t0 = time.perf_counter()
         for c in clients:
             c.start()
         for c in clients:
             c.join()
         wall = time.perf_counter() - t0
+        server_cpu = server_cpu_seconds(server) - cpu0
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=20)
@@ -364,6 +380,10 @@ def main() -> int:
             f"  in the server (gunicorn's request time, no queueing in the client): p50 {pct(served, 0.5):.1f}  "
             f"p95 {pct(served, 0.95):.1f}  p99 {pct(served, 0.99):.1f}"
         )
+    print(
+        f"CPU of the web processes: {server_cpu * 1000 / max(1, n):.1f} ms per save "
+        f"({server_cpu:.1f} s over {n} saves; gunicorn workers' user + system time, PostgreSQL not included)"
+    )
     print(f"errors: {len(errors)}" + (f"  first: {errors[0]}" if errors else ""))
     print("machine load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     result = verify(env, [*clients, solo])

@@ -92,6 +92,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # No JIT: PostgreSQL compiles a query when its cost estimate is high, which list queries over
+    # 100,000 traces reach; compiling took longer than running them (bench/bench_large_project.py).
+    if env.bool("PG_JIT", default=False) is False:
+        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 
 # Login and API limits count in the cache: with several web processes, point CACHE_URL at Redis
 # (e.g. redis://127.0.0.1:6379/1) so they share one count; the default is per process.

@@ -113,3 +113,36 @@ MODES = [
         "thing, giving false confidence.",
     ),
 ]
+
+# code -> a short example of the mode, in this project's words (shown with the definition at the
+# point of labelling; the official few-shot trace excerpts come with `taxonomy_import --examples`).
+EXAMPLES = {
+    "1.1": "The task asks for a command-line tool with no dependencies; the programmer delivers a Flask "
+    "web app that needs three packages.",
+    "1.2": "The code reviewer, whose role is to comment on the code, rewrites the module itself and "
+    "declares the task finished in place of the CEO.",
+    "1.3": "The team runs the same 'code review' phase four times with identical comments, although "
+    "nothing changed in the code between rounds.",
+    "1.4": "After the tester reports a failing test, the programmer answers with the version of the file "
+    "from two turns earlier, as if the report and the fix since then had not happened.",
+    "1.5": "The tests pass and the user's request is met, but the agents keep exchanging 'Let me know if "
+    "you need anything else' until the turn limit stops them.",
+    "2.1": "Midway through implementing the game, the assistant greets the user again and asks what they "
+    "would like to build, losing the plan agreed so far.",
+    "2.2": "The task says 'sort the records by date' without saying which of the two date fields; the "
+    "programmer picks one silently instead of asking.",
+    "2.3": "Asked to fix a failing unit test, the agents spend the rest of the run redesigning the "
+    "project's logging format.",
+    "2.4": "The web surfer finds that the API needs an authentication token but reports only 'the call "
+    "failed' to the orchestrator, which keeps retrying.",
+    "2.5": "The reviewer points out an off-by-one error in the loop; the programmer replies 'Thanks!' and "
+    "submits the code unchanged.",
+    "2.6": "The agent writes 'I will now run the tests' and then submits the final answer without calling "
+    "the test tool.",
+    "3.1": "The orchestrator ends the run with 'task complete' after the first search returns nothing, "
+    "before the file the user asked for has been written.",
+    "3.2": "The reviewer approves the code after reading it, without running it; it fails on the first "
+    "input with an ImportError.",
+    "3.3": "The verifier runs a test that only checks that the program starts, reports 'all tests pass', "
+    "and the wrong result goes through.",
+}

@@ -38,7 +38,10 @@ def taxonomy_seed_mast() -> TaxonomyVersion:
         "description": mast_v1.DESCRIPTION,
         "notes": "Seeded on migrate: codes and names from the paper, definitions in the project's words.",
         "categories": [{"code": c, "name": n, "description": d} for c, n, d in mast_v1.CATEGORIES],
-        "modes": [{"code": code, "name": name, "definition": definition} for code, name, definition in mast_v1.MODES],
+        "modes": [
+            {"code": code, "name": name, "definition": definition, "examples": mast_v1.EXAMPLES.get(code, "")}
+            for code, name, definition in mast_v1.MODES
+        ],
     }
     return version_import(data=data, publish=True)
 

@@ -45,12 +45,19 @@ STATUS_ORDER = {"draft": 0, "todo": 1, "submitted": 2}
 
 
 def annotation_find(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, round: Round | None = None):
-    """My annotation of this trace (None when I have not saved anything yet)."""
-    return (
-        Annotation.objects.select_related("rater", "taxonomy_version", "round", "trace__project", "attribution")
+    """My annotation of this trace (None when I have not saved anything yet).
+
+    The caller's ``trace`` is put on the row instead of joining it: a join would read the trace's
+    raw text (tens of MB for the largest traces) on every page view and every autosave.
+    """
+    annotation = (
+        Annotation.objects.select_related("rater", "taxonomy_version", "round", "attribution")
         .filter(trace=trace, rater__user=user, taxonomy_version=taxonomy_version, round=round)
         .first()
     )
+    if annotation is not None:
+        annotation.trace = trace
+    return annotation
 
 
 def annotation_snapshot(*, annotation: Annotation) -> dict:

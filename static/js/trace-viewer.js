@@ -18,9 +18,11 @@
  *     keyboard: true,                     // j/k next/prev step, g/G first/last, / search (on document)
  *     hitKeys: false,                     // also n/N for next/previous search hit (the trace page sets it)
  *     useHash: false,                     // follow and write #step-N / #LN / #LN-LM
+ *     onOutline(outline) {},              // the outline arrived (fetched after first paint; see below)
  *   });
  *   viewer.focusStep(i)       -> Promise: loads the window holding step i if needed, scrolls, focuses
  *   viewer.currentStep()      -> the focused (or top-most visible) step index
+ *   viewer.outline()          -> the outline ({agents, kinds, a, k, ls, le, hues}) or null until it arrived
  *   viewer.setMarks({ 12: [{ label, color, title }] })   // evidence chips on cards + ticks on the outline
  *   viewer.nextMark() / viewer.prevMark()                -> Promise: focus the next/previous marked step
  *   viewer.focusLine(n)       -> Promise: show and highlight raw-text line n
@@ -28,9 +30,12 @@
  *   viewer.destroy()          // unbinds every listener and observer
  *
  * The root fills its container's height; steps scroll inside .tv-scroll. The server renders only
- * the first window; further windows come from data-steps-url as the reader scrolls or jumps, and the
- * DOM is kept under MAX_STEPS step cards. When ready (first paint done, handlers bound) the root gets
- * data-ready="1" and a performance mark "trace-viewer-ready".
+ * the first screens (about 300 lines); further windows come from data-steps-url as the reader scrolls
+ * or jumps, and the DOM is kept under MAX_STEPS step cards. The outline (the map on the left, the
+ * agent legend, line -> step lookups) is fetched from data-outline-url once the text is on screen;
+ * that URL carries the trace's version, so the browser keeps it. When ready (first paint done,
+ * handlers bound) the root gets data-ready="1" and a performance mark "trace-viewer-ready"; scroll
+ * loading starts after that, so the first screen never waits for windows below the fold.
  *
  * SECURITY: trace content is untrusted. This module only ever puts it into the page with
  * textContent / createTextNode; never innerHTML with data.
@@ -38,6 +43,8 @@
 
 const WINDOW_STEPS = 60;
 const WINDOW_LINES = 1500;
+const JUMP_STEPS = 24; // a far jump renders this many steps (about JUMP_LINES lines) at once; scrolling loads the rest
+const JUMP_LINES = 400;
 const MAX_STEPS = 400; // step cards kept in the DOM at once
 const MAX_LINES = 8000; // rendered lines kept in the DOM at once (about)
 const COLLAPSE_OVER = 40;
@@ -111,20 +118,38 @@ class TraceViewer {
 
     this.bind();
     this.updateSentinels();
-    this.drawOutline();
     this.onScroll();
-    if (!this.outline && this.outlineUrl) {
-      fetch(this.outlineUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
-        .then((r) => (r.ok ? r.json() : null))
-        .then((o) => {
-          if (o && !this.destroyed) {
-            this.setOutline(o);
-            this.drawOutline();
-            this.renderOutlineMarks();
-          }
-        })
-        .catch(() => {});
+    if (this.outline) this.drawOutline();
+  }
+
+  /** After first paint: fetch the outline and start loading windows as the reader scrolls. */
+  startLoading() {
+    if (this.destroyed || this.started) return;
+    this.started = true;
+    this.io.observe(this.topSentinel);
+    this.io.observe(this.bottomSentinel);
+    this.ensureOutline().catch((err) => this.showError(err));
+  }
+
+  /** The outline, fetched once (inline JSON, if a page still embeds it, is used as is). */
+  ensureOutline() {
+    if (this.outlinePromise) return this.outlinePromise;
+    if (this.outline || !this.outlineUrl) {
+      this.outlinePromise = Promise.resolve(this.outline);
+      if (this.outline && this.opts.onOutline) this.opts.onOutline(this.outline);
+      return this.outlinePromise;
     }
+    this.outlinePromise = fetch(this.outlineUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`Loading the outline failed (${r.status})`))))
+      .then((o) => {
+        if (this.destroyed) return null;
+        this.setOutline(o);
+        this.drawOutline();
+        this.renderOutlineMarks();
+        if (this.opts.onOutline) this.opts.onOutline(o);
+        return o;
+      });
+    return this.outlinePromise;
   }
 
   // ------------------------------------------------------------ setup
@@ -145,8 +170,6 @@ class TraceViewer {
       root: this.scroller,
       rootMargin: "1200px 0px",
     });
-    this.io.observe(this.topSentinel);
-    this.io.observe(this.bottomSentinel);
 
     let ticking = false;
     this.on(this.scroller, "scroll", () => {
@@ -278,7 +301,7 @@ class TraceViewer {
     this.jumping = true; // no scroll-driven loads until the new window is in place
     let steps;
     try {
-      steps = await this.fetchWindow(start, Math.max(WINDOW_STEPS, i - start + 1));
+      steps = await this.fetchWindow(start, Math.max(JUMP_STEPS, i - start + 1), JUMP_LINES);
     } finally {
       if (gen === this.gen) this.jumping = false;
     }
@@ -492,10 +515,22 @@ class TraceViewer {
     const n = this.total;
     if (!o || !n) return;
     const per = h / n;
-    for (let i = 0; i < n; i++) {
-      ctx.fillStyle = hueColor(o.hues[o.a[i]], 60, 58);
-      const y = i * per;
-      ctx.fillRect(0, y, w, Math.max(per - (per > 3 ? 1 : 0), 0.6));
+    const colors = o.agents.map((_, k) => hueColor(o.hues[k], 60, 58));
+    if (per > 3) {
+      for (let i = 0; i < n; i++) {
+        ctx.fillStyle = colors[o.a[i]];
+        ctx.fillRect(0, i * per, w, per - 1);
+      }
+    } else {
+      // thinner than 3 px a step: one rectangle per run of steps by the same agent (a 20 MB trace
+      // has ~7,500 steps on ~600 px)
+      for (let i = 0; i < n; ) {
+        let j = i + 1;
+        while (j < n && o.a[j] === o.a[i]) j++;
+        ctx.fillStyle = colors[o.a[i]];
+        ctx.fillRect(0, i * per, w, Math.max((j - i) * per, 0.6));
+        i = j;
+      }
     }
     if (this.search.hits.length) {
       ctx.fillStyle = "#f5b800";
@@ -639,6 +674,7 @@ class TraceViewer {
   // ------------------------------------------------------------ lines
 
   async focusLine(line, end = line) {
+    if (!this.outline && this.outlineUrl) await this.ensureOutline().catch(() => null);
     const o = this.outline;
     let i = null;
     if (o) {
@@ -735,8 +771,10 @@ class TraceViewer {
       this.searchInput.focus();
       this.searchInput.select();
     } else if (e.key === "j") {
+      // Always the step after the one being read: before any step is focused that is the top-most
+      // visible one (the first press used to focus the step already at the top, which looked like nothing).
       e.preventDefault();
-      this.focusStep(this.current + (this.focused === null ? 0 : 1));
+      this.focusStep(this.current + 1);
     } else if (e.key === "k") {
       e.preventDefault();
       this.focusStep(this.current - 1);
@@ -1024,6 +1062,7 @@ export function mountViewer(rootEl, options = {}) {
     focusStep: (i) => impl.focusStep(i),
     focusLine: (n, end) => impl.focusLine(n, end),
     currentStep: () => impl.currentStep(),
+    outline: () => impl.outline,
     setMarks: (map) => impl.setMarks(map),
     nextMark: () => impl.nextMark(),
     prevMark: () => impl.prevMark(),
@@ -1042,6 +1081,7 @@ export function mountViewer(rootEl, options = {}) {
     } catch (_) {
       /* no User Timing */
     }
+    impl.startLoading();
   };
   const start = options.useHash && window.location.hash ? impl.followHash() : null;
   Promise.resolve(start)

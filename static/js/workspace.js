@@ -75,17 +75,15 @@ function label(code) {
 // ------------------------------------------------------------ viewer
 
 const viewerRoot = document.querySelector(".trace-viewer");
-let outline = null;
-try {
-  const o = document.getElementById("tv-outline-data");
-  if (o) outline = JSON.parse(o.textContent);
-} catch (_) {
-  outline = null;
-}
+let outline = null; // the viewer fetches it after first paint; evidence given as lines is marked once it is here
 const viewer = viewerRoot
   ? mountViewer(viewerRoot, {
       keyboard: true,
       useHash: false,
+      onOutline(o) {
+        outline = o;
+        updateMarks();
+      },
       onStepFocus(i) {
         if (linePick && linePick.step !== i) linePick = null;
         renderAttach();

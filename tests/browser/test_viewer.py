@@ -185,7 +185,6 @@ def test_j_and_k_move_between_steps(page, live_server, login, viewer, huge_trace
     open_trace(page, live_server, huge_trace)
     page.keyboard.press("j")
     page.keyboard.press("j")
-    page.keyboard.press("j")
     page.wait_for_function("() => document.querySelector('.tv-step.is-current')?.dataset.step === '2'")
     page.keyboard.press("k")
     page.wait_for_function("() => document.querySelector('.tv-step.is-current')?.dataset.step === '1'")

@@ -46,8 +46,7 @@ def test_keyboard_only_labelling_survives_a_network_drop(page, live_server, logi
     open_workspace(page, live_server, trace)
     kb = page.keyboard
 
-    # Mode 1.1: look at step 2 in the trace (j j j), attach it as evidence (e), say why (r ... Esc).
-    kb.press("j")
+    # Mode 1.1: look at step 2 in the trace (j j), attach it as evidence (e), say why (r ... Esc).
     kb.press("j")
     kb.press("j")
     kb.press("e")

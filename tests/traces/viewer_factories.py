@@ -128,9 +128,7 @@ def bare_trace(project: Project, **fields) -> Trace:
     )
 
 
-def submitted_annotation(
-    trace: Trace, *, state: str = "submitted", rater_name: str = "labeller", kind: str = "human"
-):
+def submitted_annotation(trace: Trace, *, state: str = "submitted", rater_name: str = "labeller", kind: str = "human"):
     """An annotation on the trace (the 'labelled' filter looks for submitted human ones)."""
     from django.contrib.auth import get_user_model
 
@@ -141,3 +139,9 @@ def submitted_annotation(
     return Annotation.objects.create(
         trace=trace, rater=rater, taxonomy_version=trace.project.taxonomy_version, state=state
     )
+
+
+def trace_of_mb(project: Project, mb: int, *, filename: str = "big.log") -> Trace:
+    """A ChatDev-style trace of about ``mb`` MB (a 1 MB generated log, repeated), through the real parser."""
+    one = chatdev_log(lines=20000, long_step_every=9)
+    return trace_from_text(project, one * max(1, round(mb * 1024**2 / len(one.encode()))), filename=filename)

@@ -3,7 +3,7 @@
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,7 +17,9 @@ from traces.viewer.selectors import (
     trace_get,
     trace_list_for_user,
     trace_outline,
+    trace_outline_version,
     trace_raw_text,
+    trace_rows_mark_labelled,
     trace_search,
     trace_steps_window,
 )
@@ -60,6 +62,10 @@ class TraceListApi(ProjectScopedMixin, generics.ListAPIView):
     @extend_schema(parameters=[TraceListIn])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        return trace_rows_mark_labelled(user=self.request.user, project=self.project, rows=page)
 
     def get_queryset(self):
         query = TraceListIn(data=self.request.query_params)
@@ -123,9 +129,20 @@ class TraceSearchApi(ProjectScopedMixin, APIView):
 
 
 class TraceOutlineApi(ProjectScopedMixin, APIView):
-    """Every step's agent, kind and line range (no content): the viewer's map of the trace."""
+    """Every step's agent, kind and line range (no content): the viewer's map of the trace.
 
-    @extend_schema(responses=OutlineOut)
+    With ``?v=`` equal to the trace's outline version (the viewer's data-outline-url carries it)
+    the answer may be kept by the browser for a day: the outline changes only with the trace's
+    content or steps, and then the version changes too. ``private``: never in a shared cache.
+    """
+
+    @extend_schema(
+        parameters=[OpenApiParameter("v", str, description="outline version; when current, the answer is cacheable")],
+        responses=OutlineOut,
+    )
     def get(self, request, slug, pk):
         trace = trace_get(project=self.project, pk=pk)
-        return Response(trace_outline(trace=trace).as_json())
+        response = Response(trace_outline(trace=trace).as_json())
+        if request.query_params.get("v") == trace_outline_version(trace=trace):
+            response["Cache-Control"] = "private, max-age=86400, immutable"
+        return response

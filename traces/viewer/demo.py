@@ -15,6 +15,7 @@ from traces.importing.service import traces_import
 
 AGENTS = ["Chief Executive Officer", "Chief Product Officer", "Chief Technology Officer", "Programmer", "Code Reviewer"]
 LOOP_FROM = 400
+LONG_TURN = 18  # a Programmer turn whose message is a 150-line file
 
 
 def long_chatdev_log(turns: int = 700) -> str:
@@ -53,6 +54,12 @@ def long_chatdev_log(turns: int = 700) -> str:
                 "<Comment>",
                 "read_exif_date is not defined; please implement it with Pillow and handle photos without EXIF.",
             ]
+        elif n == LONG_TURN:
+            # one long step (the first version of the tool, 150 lines): collapsed with "Show all";
+            # reading inside it, its sticky header keeps saying who speaks
+            out += ["rename_photos.py", "```python"]
+            out += [f"# {k:>3}: rename step {k} (read EXIF, format the date, avoid clashes)" for k in range(150)]
+            out += ["```"]
         else:
             for k in range(4 + n % 9):
                 out.append(f"  {k:>2}. turn {n}: discussing the --dry-run flag and files taken in the same second")
@@ -67,4 +74,7 @@ def seed(ctx) -> None:
         path = Path(tmp) / "Photo_Renamer_long_loop.log"
         path.write_text(long_chatdev_log(), encoding="utf-8")
         result = traces_import(project=ctx.project, paths_or_files=[path], by=ctx.users.get("manager"))
-    ctx.say(f"Viewer: a long trace (~8,000 lines) {'imported' if result.imported else 'already there'}")
+    ctx.say(
+        f"Viewer: a long trace (~8,000 lines; step {LONG_TURN + 1} is 150 lines: Show all, then scroll inside it, "
+        f"its header stays on top) {'imported' if result.imported else 'already there'}"
+    )

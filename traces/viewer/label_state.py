@@ -28,6 +28,17 @@ def trace_label_state_register(fn: Callable[..., QuerySet]) -> None:
     _LABELLED = fn
 
 
+def trace_label_state_of(*, user, project: Project, trace_ids: list[int]) -> set[int]:
+    """Which of these traces are labelled for ``user``, in one query (for a page of the list).
+
+    A page asks this instead of carrying ``trace_label_state`` in its SELECT: with 100,000 traces
+    PostgreSQL plans that EXISTS as one hash over every annotation of the project (it cannot know
+    that only the 50 rows of the page need it), ~1 s; here it is 50 index lookups."""
+    if _LABELLED is None or not trace_ids:
+        return set()
+    return set(_LABELLED(user=user, project=project).filter(trace_id__in=trace_ids).values_list("trace_id", flat=True))
+
+
 def trace_label_state(*, user, project: Project) -> Expression:
     """A boolean over the rows of a Trace queryset: is the trace labelled, as ``user`` may know it."""
     if _LABELLED is None:

@@ -13,6 +13,7 @@ from traces.viewer.selectors import (
     trace_list_for_user,
     trace_paginator,
     trace_raw_lines,
+    trace_rows_mark_labelled,
     trace_viewer_context,
 )
 
@@ -41,7 +42,7 @@ def trace_list(request, slug):
             "nav": "projects",
             "tab": "traces",
             "page_obj": page,
-            "traces": page.object_list,
+            "traces": trace_rows_mark_labelled(user=request.user, project=project, rows=page.object_list),
             "filters": filters,
             "choices": trace_filter_choices(project=project),
             "sorts": [(key, SORT_LABELS[key]) for key in SORTS],

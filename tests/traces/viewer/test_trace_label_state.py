@@ -7,14 +7,14 @@ from annotations.labels.trace_state import labelling_annotations
 from annotations.models import Annotation
 from tests.traces.viewer_factories import bare_trace, submitted_annotation
 from traces.viewer import label_state
-from traces.viewer.selectors import TraceFilters, trace_list_for_user
+from traces.viewer.selectors import TraceFilters, trace_list_for_user, trace_rows_mark_labelled
 
 pytestmark = pytest.mark.django_db
 
 
 def labelled(viewer, project, **query):
     rows = trace_list_for_user(user=viewer, project=project, filters=TraceFilters.from_query(query))
-    return {t.pk: t.is_labelled for t in rows}
+    return {t.pk: t.is_labelled for t in trace_rows_mark_labelled(user=viewer, project=project, rows=rows)}
 
 
 @pytest.fixture

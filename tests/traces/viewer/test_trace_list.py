@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from tests.traces.viewer_factories import bare_trace, submitted_annotation
-from traces.viewer.selectors import TraceFilters, trace_filter_choices, trace_list_for_user
+from traces.viewer.selectors import TraceFilters, trace_filter_choices, trace_list_for_user, trace_rows_mark_labelled
 
 pytestmark = pytest.mark.django_db
 
@@ -86,7 +86,8 @@ def test_labels_from_an_imported_source_do_not_make_a_trace_labelled(viewer, pro
 
 def test_rows_say_whether_they_are_labelled(viewer, project, mixed):
     submitted_annotation(mixed["metagpt"])
-    flags = {t.pk: t.is_labelled for t in listed(viewer, project)}
+    rows = trace_rows_mark_labelled(user=viewer, project=project, rows=listed(viewer, project))
+    flags = {t.pk: t.is_labelled for t in rows}
     assert flags == {mixed["chatdev"].pk: False, mixed["metagpt"].pk: True, mixed["ag2"].pk: False}
 
 
@@ -275,3 +276,18 @@ def test_search_count_stops_at_the_cap(client, viewer, project, monkeypatch):
     body = client.get("/api/projects/demo/traces/?q=migration").json()
     assert (body["count"], body["count_capped"]) == (5, True)
     assert client.get("/api/projects/demo/traces/").json()["count_capped"] is False
+
+
+@pytest.mark.parametrize("n", [3, 60])
+def test_unfiltered_list_asks_the_label_state_once_for_the_page(client, viewer, project, n, django_assert_num_queries):
+    for _ in range(n):
+        submitted_annotation(bare_trace(project))
+    client.force_login(viewer)
+    # session, user, project, role, count, page rows, filter choices, which of the page's rows are labelled
+    with django_assert_num_queries(8):
+        html = client.get(reverse("trace_list", args=["demo"])).content.decode()
+    assert html.count(">labelled</span>") == min(n, 50)
+    # the API: the same without the filter choices
+    with django_assert_num_queries(7):
+        rows = client.get("/api/projects/demo/traces/").json()["results"]
+    assert all(r["is_labelled"] for r in rows)

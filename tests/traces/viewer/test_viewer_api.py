@@ -87,6 +87,24 @@ def test_outline_lists_every_step(client, viewer, trace):
     assert body["ls"] == sorted(body["ls"])
 
 
+def test_outline_of_the_current_version_may_be_kept_by_the_browser(client, viewer, trace):
+    from traces.viewer.selectors import trace_outline_version
+
+    client.force_login(viewer)
+    current = client.get(api(trace, f"outline/?v={trace_outline_version(trace=trace)}"))
+    assert current["Cache-Control"] == "private, max-age=86400, immutable"
+    for stale in ("outline/", "outline/?v=0-0"):
+        assert "max-age" not in client.get(api(trace, stale)).get("Cache-Control", "")
+
+
+def test_outline_hues_match_the_step_windows(client, viewer, trace):
+    client.force_login(viewer)
+    outline = client.get(api(trace, "outline/")).json()
+    steps = client.get(api(trace, "steps/?limit=200")).json()["steps"]
+    hue_of = dict(zip(outline["agents"], outline["hues"], strict=True))
+    assert all(s["hue"] == hue_of[s["agent"]] for s in steps)
+
+
 def test_raw_is_plain_text_exactly_as_imported(client, viewer, trace):
     client.force_login(viewer)
     r = client.get(api(trace, "raw/"))
@@ -119,6 +137,22 @@ def test_search_finds_several_hits_on_one_line(project):
     t = trace_from_text(project, "alpha beta alpha\n\ngamma alpha\n", format="plaintext", filename="p.txt")
     hits = trace_search(trace=t, q="alpha").hits
     assert [(h.line, h.col) for h in hits] == [(1, 0), (1, 11), (3, 6)]
+
+
+@pytest.mark.parametrize(
+    ("q", "lines"),
+    [
+        ("100%", [1]),  # LIKE wildcards in the query are plain characters
+        ("E_N", [2]),
+        ("c:\\TEMP", [3]),
+        ("ÄRGER", [4]),  # not ASCII: the locale's case folding
+        ("0% ", [1]),
+    ],
+)
+def test_search_treats_wildcards_as_text_and_folds_case(project, q, lines):
+    text = "done: 100% of it\n\ndone_now and then\n\nsaved to C:\\temp\\x\n\nkein ärger hier\n"
+    t = trace_from_text(project, text, format="plaintext", filename="w.txt")
+    assert [h.line for h in trace_search(trace=t, q=q).hits] == [2 * k - 1 for k in lines]
 
 
 def test_search_caps_hits(trace):
@@ -172,6 +206,6 @@ def test_anonymous_gets_no_trace_data(client, trace):
 
 def test_steps_api_query_count_is_pinned(client, viewer, trace, django_assert_num_queries):
     client.force_login(viewer)
-    # session, user, project, role, trace, steps, agent colours
-    with django_assert_num_queries(7):
+    # session, user, project, role, trace, steps (agent colours come from Trace.agents)
+    with django_assert_num_queries(6):
         client.get(api(trace, "steps/?start=0&limit=200"))

@@ -1,0 +1,289 @@
+"""A large project: 100,000 traces labelled on 14 modes by 4 raters. Trace list, dashboard, round report, release.
+
+Run: .venv/bin/python bench/bench_large_project.py [--traces 100000] [--text-kb 2] [--reuse] [--runs 10]
+     .venv/bin/python bench/bench_large_project.py --text-kb 100   # the issue's full size: ~10 GB of text
+
+1. Builds (or with --reuse keeps) the PostgreSQL database mast_bench_large on DATABASE_URL's server
+   with COPY: one project of --traces traces (seven frameworks, three LLMs, four benchmarks) of
+   --text-kb KB of text each, a closed round holding every trace with 4 human raters' submitted
+   annotations (4N annotations, 56N mode labels, present ones with evidence and a rationale) and
+   an adjudication per trace x mode (14N rows). Every row count is the issue's; the text is scaled
+   down by default (2 KB a trace, 200 MB) because the machine's disk and time are shared today:
+   none of the pages measured here reads trace text, so its size moves only the COPY time and the
+   release when it includes the text (not measured: releases here leave the text out).
+2. Server time through Django's test client (middleware, session, SQL, template), --runs GETs
+   each: the trace list (first page, a framework filter, largest first, a search, page 1,000),
+   the analytics dashboard (cache cleared before every GET: the cold case), the round report page
+   (after the report is computed and stored once, which is timed too).
+3. A release of the whole project (JSONL and Parquet, raters' labels and evidence, no trace text)
+   built in this process as the Celery task does, timed.
+Prints the load average with every block: other engineers' jobs share the 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from benchdb import bench_env, create_bench_db, django_setup  # bench/ is on sys.path when run as a script
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH_DB = "mast_bench_large"
+FRAMEWORKS = ["ChatDev", "MetaGPT", "AG2", "HyperAgent", "AppWorld", "Magentic-One", "OpenManus"]
+LLMS = ["gpt-4o", "claude-3.7-sonnet", "qwen-2.5-72b"]
+BENCHMARKS = ["ProgramDev", "GSM-Plus", "SWE-Bench-Lite", "GAIA"]
+N_RATERS = 4
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def _copy(cursor, table: str, columns: list[str], rows) -> None:
+    cols = ", ".join(f'"{c}"' for c in columns)
+    with cursor.copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotations.models import Rater, Round, RoundAnnotator
+    from traces.models import Trace
+    from traces.projects.services import membership_set, project_create
+
+    User = get_user_model()
+    manager = User.objects.create_user("bench-manager")
+    project = project_create(name="Large project bench", slug="bench", by=manager)
+    version = project.taxonomy_version
+    modes = list(version.modes.order_by("order", "code").values_list("id", "code"))
+    rng = random.Random(seed)
+    rates = {code: 0.03 + 0.25 * rng.random() for _, code in modes}
+    raters = []
+    for i in range(N_RATERS):
+        user = User.objects.create_user(f"bench-rater-{i}")
+        membership_set(project=project, user=user, role="annotator")
+        raters.append(Rater.objects.create(user=user, kind="human", name=user.username))
+    now = timezone.now()
+    filler = ("Programmer: the board keeps its size and the score prints after every move. " * 14)[:1024]
+    text = (filler + "\n") * text_kb
+    t0 = time.perf_counter()
+    with transaction.atomic():
+        cur = connection.connection.cursor()
+        cols = "project_id mas_name llm_name benchmark task external_id title format raw_text size_bytes "
+        cols += "content_hash metadata outcome n_steps n_agents n_agent_switches n_chars n_lines n_repeated_steps "
+        cols += "agents imported_at"
+        _copy(
+            cur,
+            "traces_trace",
+            cols.split(),
+            (
+                (
+                    project.pk,
+                    FRAMEWORKS[i % 7],
+                    LLMS[i % 3],
+                    BENCHMARKS[i % 4],
+                    f"Task {i}: build a snake game with a fixed board",
+                    f"large-{i}",
+                    f"{FRAMEWORKS[i % 7]} run {i}",
+                    "plaintext",
+                    text + f"# trace {i}",
+                    len(text) + 12,
+                    f"{i:064x}",
+                    "{}",
+                    ("success", "failure", "")[i % 3],
+                    rng.randint(5, 400),
+                    3,
+                    rng.randint(1, 60),
+                    len(text) + 12,
+                    text_kb + 1,
+                    rng.randint(0, 8),
+                    "[]",
+                    now,
+                )
+                for i in range(n_traces)
+            ),
+        )
+        print(f"  traces copied in {time.perf_counter() - t0:.0f} s")
+        trace_ids = list(Trace.objects.filter(project=project).order_by("id").values_list("id", flat=True))
+        rnd = Round.objects.create(
+            project=project, name="Large round", taxonomy_version=version, state="closed", closed_at=now
+        )
+        RoundAnnotator.objects.bulk_create(RoundAnnotator(round=rnd, user=r.user) for r in raters)
+        _copy(
+            cur,
+            "annotations_roundtrace",
+            ["round_id", "trace_id", "order"],
+            ((rnd.pk, tid, i) for i, tid in enumerate(trace_ids)),
+        )
+        truth = {tid: frozenset(code for _, code in modes if rng.random() < rates[code]) for tid in trace_ids}
+        _copy(
+            cur,
+            "annotations_adjudication",
+            ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"],
+            (
+                (rnd.pk, tid, mid, "present" if code in truth[tid] else "absent", "adjudicated", "", now)
+                for tid in trace_ids
+                for mid, code in modes
+            ),
+        )
+        cols = "trace_id rater_id taxonomy_version_id round_id state task_success notes revision source "
+        cols += "created_at updated_at submitted_at"
+        _copy(
+            cur,
+            "annotations_annotation",
+            cols.split(),
+            (
+                (tid, r.pk, version.pk, rnd.pk, "submitted", "unknown", "", 1, "{}", now, now, now)
+                for tid in trace_ids
+                for r in raters
+            ),
+        )
+        cur.execute("SELECT id, trace_id FROM annotations_annotation WHERE round_id = %s", [rnd.pk])
+        annotations = cur.fetchall()
+        print(f"  round, adjudications and annotations copied at {time.perf_counter() - t0:.0f} s")
+
+        def label_rows():
+            for aid, tid in annotations:
+                for mid, code in modes:
+                    present = (code in truth[tid]) != (rng.random() < 0.08)
+                    yield (
+                        aid,
+                        mid,
+                        "present" if present else "absent",
+                        json.dumps([{"step": rng.randint(0, 40)}]) if present else "[]",
+                        "The reviewer approves without running the code." if present else "",
+                        None,
+                    )
+
+        _copy(
+            cur,
+            "annotations_modelabel",
+            ["annotation_id", "mode_id", "decision", "evidence", "rationale", "confidence"],
+            label_rows(),
+        )
+    with connection.cursor() as c:
+        c.execute("VACUUM ANALYZE")  # as autovacuum would soon after a bulk load: index-only scans need it
+    print(
+        f"built {n_traces:,} traces ({n_traces * (len(text) + 12) / 1024**3:.2f} GB of text), "
+        f"{len(annotations):,} annotations, {len(annotations) * len(modes):,} mode labels, "
+        f"{n_traces * len(modes):,} adjudications with COPY in {time.perf_counter() - t0:.0f} s ({load()})"
+    )
+
+
+def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, int]:
+    from django.db import connections
+
+    queries: list[str] = []
+
+    def count(execute, sql, params, many, context):
+        queries.append(sql)
+        return execute(sql, params, many, context)
+
+    if before:
+        before()
+    with connections["default"].execute_wrapper(count):
+        r = client.get(path)
+    assert r.status_code == 200, (path, r.status_code)
+    wall = []
+    for _ in range(runs):
+        if before:
+            before()
+        t = time.perf_counter()
+        r = client.get(path)
+        wall.append((time.perf_counter() - t) * 1000)
+        assert r.status_code == 200
+    return statistics.median(wall), pct(wall, 0.95), len(queries)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--traces", type=int, default=100_000)
+    ap.add_argument("--text-kb", type=int, default=2, help="KB of text per trace (100 = the issue's 10 GB)")
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
+    ap.add_argument("--no-release", action="store_true")
+    ap.add_argument("--list-only", action="store_true", help="only the trace list (the rest takes minutes at 100,000)")
+    args = ap.parse_args()
+    env = bench_env(BENCH_DB, MAST_VAR_DIR=str(REPO / "var" / "bench_large"))
+    fresh = create_bench_db(env, reuse=args.reuse)
+    django_setup(env)
+    if fresh:
+        fill(args.traces, args.text_kb)
+
+    from django.contrib.auth import get_user_model
+    from django.core.cache import cache
+    from django.test import Client
+
+    from annotations.models import Round
+    from annotations.rounds.services import agreement_report_get
+    from traces.models import Trace
+
+    n = Trace.objects.filter(project__slug="bench").count()
+    rnd = Round.objects.get(project__slug="bench", name="Large round")
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench-manager"))
+
+    print(f"\nserver time, {args.runs} GETs each, {n:,} traces ({load()})")
+    print(f"{'page':44} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8}")
+    cases = [
+        ("trace list, first page", "/p/bench/traces/"),
+        ("trace list, framework filter", "/p/bench/traces/?framework=AG2"),
+        ("trace list, largest first", "/p/bench/traces/?sort=size"),
+        ("trace list, search 'run 99999'", "/p/bench/traces/?q=run+99999"),
+        ("trace list, page 1,000", "/p/bench/traces/?page=1000"),
+        ("trace list API, first page", "/api/projects/bench/traces/"),
+    ]
+    for name, path in cases:
+        p50, p95, q = time_get(client, path, args.runs)
+        print(f"{name:44} {p50:8.0f} {p95:8.0f} {q:8d}")
+    if args.list_only:
+        return
+    p50, p95, q = time_get(client, "/p/bench/analytics/", max(3, args.runs // 2), before=cache.clear)
+    print(f"{'analytics dashboard, cache cold':44} {p50:8.0f} {p95:8.0f} {q:8d}")
+    p50, p95, q = time_get(client, "/p/bench/analytics/", args.runs)
+    print(f"{'analytics dashboard, cached':44} {p50:8.0f} {p95:8.0f} {q:8d}")
+    t = time.perf_counter()
+    agreement_report_get(round=rnd)
+    print(f"{'round report computed and stored once':44} {(time.perf_counter() - t) * 1000:8.0f} ms ({load()})")
+    p50, p95, q = time_get(client, f"/p/bench/rounds/{rnd.pk}/report/", args.runs)
+    print(f"{'round report page (stored report)':44} {p50:8.0f} {p95:8.0f} {q:8d}")
+
+    if not args.no_release:
+        from annotations.releases.services import release_build, release_create
+
+        manager = get_user_model().objects.get(username="bench-manager")
+        for formats in (["jsonl"], ["parquet"]):
+            t = time.perf_counter()
+            release = release_create(
+                project=rnd.project,
+                by=manager,
+                enqueue=False,
+                title=f"bench {formats[0]} {time.time_ns()}",
+                options={"formats": formats, "trace_text": False, "raters": True, "judge": True, "evidence": True},
+            )
+            release = release_build(release_id=release.pk)
+            mb = sum(f.size_bytes for f in release.files.all()) / 1024**2
+            print(
+                f"release of {release.n_traces:,} traces, {formats[0]}: {time.perf_counter() - t:.1f} s, "
+                f"{mb:.0f} MB of files ({load()})"
+            )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

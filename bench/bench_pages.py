@@ -1,0 +1,315 @@
+"""The trace page and the labelling page at 50 KB, 1 MB, 5 MB and 20 MB: how long a person waits.
+
+Run: .venv/bin/python bench/bench_pages.py [--sizes 50k,1m,5m,20m] [--runs 6] [--server-runs 20] [--reuse]
+
+1. Fresh PostgreSQL database (DATABASE_URL's server, name mast_bench_pages; --reuse keeps it): one
+   trace per size made of the real ChatDev logs in ../shared/mast/traces/chatdev (the first log cut
+   at 50 KB; the six logs joined, and repeated for 5 MB and 20 MB, cut at a line boundary), imported
+   with the real importer, and an annotator with a draft that decides all 14 modes with evidence.
+2. Server: each page through Django's test client, p50 / p95 over --server-runs GETs, with its
+   query count and HTML size.
+3. Browser: a live server in this process, headless Chromium (/usr/bin/chromium, the suite's
+   flags), 1440x900, logged in; the pages are loaded interleaved (trace, label, trace, ...) --runs
+   times after a warm-up. Per load, the way issue 18's table reads:
+     ready   navigation start -> the text and the label controls usable (the viewer's
+             "trace-viewer-ready" mark; on the labelling page also "workspace-ready")
+     server  navigation timing: responseStart - requestStart (the HTML's time in the server)
+     main    main-thread task time from navigation to ready (CDP Performance.getMetrics TaskDuration)
+     nodes   DOM nodes at ready
+   Then: the time from typing a word that occurs only near the end of the 20 MB trace to its first
+   hit shown, and a jump (g G / focusStep) to a far step, fetched and rendered.
+The machine is shared: the load average is printed with every block of figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from benchdb import bench_env, create_bench_db, django_setup  # bench/ is on sys.path when run as a script
+
+REPO = Path(__file__).resolve().parents[1]
+CHATDEV = REPO.parent / "shared" / "mast" / "traces" / "chatdev"
+BENCH_DB = "mast_bench_pages"
+SIZES = {"50k": 50 * 1024, "1m": 1024**2, "5m": 5 * 1024**2, "20m": 20 * 1024**2}
+RARE = "zyxwvut-needle"  # put once near the end of every trace, to search for
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def text_of_size(size: int) -> str:
+    logs = sorted(CHATDEV.glob("*/*.log"))
+    if not logs:
+        sys.exit(f"no ChatDev logs under {CHATDEV}")
+    parts = [p.read_text(encoding="utf-8", errors="replace").rstrip("\n") + "\n" for p in logs]
+    out: list[str] = []
+    total = 0
+    k = 0
+    while total < size:
+        part = parts[k % len(parts)]
+        out.append(part)
+        total += len(part.encode())
+        k += 1
+    text = "".join(out)
+    cut = text.encode()[:size].decode("utf-8", errors="ignore")
+    cut = cut[: cut.rfind("\n") + 1]
+    lines = cut.split("\n")
+    # the needle goes into one line about 95% of the way in
+    at = int(len(lines) * 0.95)
+    lines[at] = lines[at] + f" {RARE}"
+    return "\n".join(lines)
+
+
+def build(sizes: list[str], reuse: bool):
+    from django.contrib.auth import get_user_model
+
+    from annotations.labels.services import annotation_get_or_create, annotation_save
+    from traces.importing.service import traces_import
+    from traces.models import Membership, Trace
+    from traces.projects.services import project_create
+
+    User = get_user_model()
+    if reuse and User.objects.filter(username="bench-annotator").exists():
+        annotator = User.objects.get(username="bench-annotator")
+    else:
+        manager = User.objects.create_user("bench-manager")
+        annotator = User.objects.create_user("bench-annotator")
+        project = project_create(name="Pages bench", slug="bench", by=manager)
+        Membership.objects.create(project=project, user=annotator, role="annotator")
+    from traces.models import Project
+
+    project = Project.objects.get(slug="bench")
+    traces = {}
+    for key in sizes:
+        title = f"bench-{key}"
+        trace = Trace.objects.defer("raw_text").filter(project=project, external_id=title).first()
+        if trace is None:
+            path = Path(f"/tmp/{title}.log")
+            path.write_text(text_of_size(SIZES[key]), encoding="utf-8")
+            t = time.perf_counter()
+            traces_import(project=project, paths_or_files=[path])
+            trace = Trace.objects.defer("raw_text").filter(project=project).order_by("-id").first()
+            Trace.objects.filter(pk=trace.pk).update(external_id=title)
+            trace.external_id = title
+            ann = annotation_get_or_create(trace=trace, user=annotator, taxonomy_version=project.taxonomy_version)
+            codes = list(project.taxonomy_version.modes.order_by("order").values_list("code", flat=True))
+            n = trace.n_steps
+            labels = [
+                {
+                    "code": code,
+                    "decision": "present" if k % 3 == 0 else "absent",
+                    "evidence": [{"step": (n * j) // 4} for j in range(3)] if k % 3 == 0 else [],
+                    "rationale": "the reviewer never ran the code",
+                }
+                for k, code in enumerate(codes)
+            ]
+            annotation_save(
+                annotation=ann, by=annotator, base_revision=0, labels=labels, task_success="no", notes="", open_codes=[]
+            )
+            print(f"  built {title} in {time.perf_counter() - t:.1f} s")
+        print(
+            f"trace {key}: {trace.size_bytes / 1024**2:.2f} MB, {trace.n_lines:,} lines, {trace.n_steps:,} steps, "
+            f"{trace.n_agents} agents"
+        )
+        traces[key] = trace
+    return annotator, traces
+
+
+def urls(trace) -> dict[str, str]:
+    return {"trace": f"/p/bench/traces/{trace.pk}/", "label": f"/p/bench/traces/{trace.pk}/label/"}
+
+
+def time_server(annotator, traces, runs: int) -> None:
+    from django.db import connections
+    from django.test import Client
+
+    client = Client()
+    client.force_login(annotator)
+    print(f"\nserver (Django test client, {runs} GETs each; {load()})")
+    print(f"{'page':22} {'p50 ms':>8} {'p95 ms':>8} {'CPU p50':>8} {'queries':>8} {'HTML KB':>8}")
+    for key, trace in traces.items():
+        for page, url in urls(trace).items():
+            client.get(url)
+            queries = []
+
+            def count(execute, sql, params, many, context, queries=queries):
+                queries.append(sql)
+                return execute(sql, params, many, context)
+
+            with connections["default"].execute_wrapper(count):
+                r = client.get(url)
+            assert r.status_code == 200, (url, r.status_code)
+            wall, cpu = [], []
+            for _ in range(runs):
+                t, c = time.perf_counter(), time.process_time()
+                client.get(url)
+                wall.append((time.perf_counter() - t) * 1000)
+                cpu.append((time.process_time() - c) * 1000)
+            print(
+                f"{page + ' ' + key:22} {statistics.median(wall):8.1f} {pct(wall, 0.95):8.1f} "
+                f"{statistics.median(cpu):8.1f} {len(queries):8d} {len(r.content) / 1024:8.1f}"
+            )
+    for key, trace in traces.items():
+        far = max(0, trace.n_steps - 40)
+        for name, url in (
+            (
+                f"steps far in {key}",
+                f"/api/projects/bench/traces/{trace.pk}/steps/?start={far}&limit=60&max_lines=1500",
+            ),
+            (f"search rare {key}", f"/api/projects/bench/traces/{trace.pk}/search/?q={RARE}"),
+        ):
+            wall = []
+            for _ in range(max(5, runs // 2)):
+                t = time.perf_counter()
+                r = client.get(url)
+                wall.append((time.perf_counter() - t) * 1000)
+            assert r.status_code == 200
+            print(
+                f"{name:22} {statistics.median(wall):8.1f} {pct(wall, 0.95):8.1f} {'':8} {'':8} "
+                f"{len(r.content) / 1024:8.1f}"
+            )
+
+
+READY_JS = """(page) => {
+    const mark = (n) => (performance.getEntriesByName(n)[0] || {}).startTime;
+    const nav = performance.getEntriesByType('navigation')[0];
+    const viewer = mark('trace-viewer-ready');
+    const ready = page === 'label' ? Math.max(viewer, mark('workspace-ready')) : viewer;
+    return { ready, server: nav.responseStart - nav.requestStart, dcl: nav.domContentLoadedEventEnd,
+             bytes: nav.transferSize, nodes: document.getElementsByTagName('*').length };
+}"""
+
+
+def time_browser(annotator, traces, runs: int) -> None:
+    from django.conf import settings
+    from django.contrib.staticfiles.handlers import StaticFilesHandler
+    from django.test import Client
+    from django.test.testcases import LiveServerThread
+    from playwright.sync_api import sync_playwright
+
+    from conftest import CHROMIUM_FLAGS, chromium_path
+
+    live = LiveServerThread("127.0.0.1", StaticFilesHandler, connections_override={}, port=0)
+    live.daemon = True
+    live.start()
+    live.is_ready.wait()
+    if live.error:
+        raise live.error
+    base = f"http://127.0.0.1:{live.port}"
+    client = Client()
+    client.force_login(annotator)
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    rows: dict[tuple[str, str], list[dict]] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+        ctx.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session, "url": base}])
+        page = ctx.new_page()
+        cdp = ctx.new_cdp_session(page)
+        cdp.send("Performance.enable", {"timeDomain": "threadTicks"})
+
+        def task_seconds() -> float:
+            metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+            return metrics["TaskDuration"]
+
+        def one(kind: str, url: str) -> dict:
+            before = task_seconds()
+            page.goto(base + url)
+            page.wait_for_selector(".trace-viewer[data-ready='1']")
+            if kind == "label":
+                page.wait_for_selector("#ws[data-ready='1']")
+            r = page.evaluate(READY_JS, kind)
+            r["main"] = (task_seconds() - before) * 1000
+            return r
+
+        for trace in traces.values():  # warm-up: static files, connections, caches
+            for kind, url in urls(trace).items():
+                one(kind, url)
+        for _ in range(runs):
+            for key, trace in traces.items():
+                for kind, url in urls(trace).items():
+                    rows.setdefault((key, kind), []).append(one(kind, url))
+        print(f"\nbrowser (headless Chromium 1440x900, {runs} interleaved loads per page; {load()})")
+        print(
+            f"{'page':12} {'ready p50':>10} {'ready p95':>10} {'server p50':>11} {'main p50':>9} "
+            f"{'DCL p50':>8} {'nodes':>7} {'HTML KB':>8}"
+        )
+        for (key, kind), rs in rows.items():
+            ready = [r["ready"] for r in rs]
+            print(
+                f"{kind + ' ' + key:12} {statistics.median(ready):10.0f} {pct(ready, 0.95):10.0f} "
+                f"{statistics.median([r['server'] for r in rs]):11.1f} "
+                f"{statistics.median([r['main'] for r in rs]):9.0f} "
+                f"{statistics.median([r['dcl'] for r in rs]):8.0f} {rs[-1]['nodes']:7d} {rs[-1]['bytes'] / 1024:8.1f}"
+            )
+        print(
+            "  per run, ready ms: "
+            + "; ".join(f"{k}/{p}: " + " ".join(f"{r['ready']:.0f}" for r in rs) for (k, p), rs in rows.items())
+        )
+
+        # search and jump in the largest trace, on the trace page
+        key = list(traces)[-1]
+        trace = traces[key]
+        search, jump = [], []
+        for _ in range(max(3, runs // 2)):
+            one("trace", urls(trace)["trace"])
+            t = time.perf_counter()
+            page.fill(".tv-search-input", RARE)
+            page.press(".tv-search-input", "Enter")
+            page.wait_for_selector("mark.tv-hit.is-current", timeout=30000)
+            search.append((time.perf_counter() - t) * 1000)
+            far = max(0, trace.n_steps - 50 - len(jump) * 97)
+            jump.append(
+                page.evaluate(
+                    """async (far) => {
+                        const v = document.querySelector('.trace-viewer').__traceViewer;
+                        const t = performance.now();
+                        await v.focusStep(far);
+                        await new Promise((r) => requestAnimationFrame(() => r()));
+                        return performance.now() - t;
+                    }""",
+                    far,
+                )
+            )
+        print(
+            f"search to first hit near the end of {key} ({RARE!r}, typed + Enter): "
+            f"p50 {statistics.median(search):.0f} ms, max {max(search):.0f} ms; "
+            f"jump to a far step: p50 {statistics.median(jump):.0f} ms, max {max(jump):.0f} ms "
+            f"({load()})"
+        )
+        browser.close()
+    live.terminate()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="50k,1m,5m,20m")
+    ap.add_argument("--runs", type=int, default=6)
+    ap.add_argument("--server-runs", type=int, default=20)
+    ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
+    ap.add_argument("--no-browser", action="store_true")
+    args = ap.parse_args()
+    sizes = [s for s in args.sizes.split(",") if s]
+    env = bench_env(BENCH_DB, MAST_VAR_DIR=str(REPO / "var" / "bench_pages"))
+    create_bench_db(env, reuse=args.reuse)
+    django_setup(env)
+    annotator, traces = build(sizes, args.reuse)
+    time_server(annotator, traces, args.server_runs)
+    if not args.no_browser:
+        time_browser(annotator, traces, args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""The labelling page at 20 MB: a fixed number of queries, never the trace's text."""
+
+import pytest
+from django.urls import reverse
+
+from annotations.labels.services import annotation_get_or_create, annotation_save
+from tests.traces.viewer_factories import trace_of_mb
+
+pytestmark = pytest.mark.django_db
+
+
+def test_labelling_page_at_20_mb_makes_a_fixed_number_of_queries(client, project, annotator, django_assert_num_queries):
+    trace = trace_of_mb(project, 20)
+    assert trace.size_bytes > 19 * 1024**2
+    ann = annotation_get_or_create(trace=trace, user=annotator, taxonomy_version=project.taxonomy_version)
+    labels = [{"code": "1.1", "decision": "present", "evidence": [{"step": 3}], "rationale": "off spec"}]
+    annotation_save(
+        annotation=ann, by=annotator, base_revision=0, labels=labels, task_success="no", notes="", open_codes=["x"]
+    )
+    client.force_login(annotator)
+    url = reverse("annotations:workspace", args=[project.slug, trace.pk])
+    client.get(url)
+    # session, user, project, role, trace (without its text), blind-round check, my annotation, its open
+    # codes, its labels, visible annotations of others (+ their labels), the project's open codes,
+    # first window of steps
+    with django_assert_num_queries(12) as ctx:
+        r = client.get(url)
+    assert r.status_code == 200
+    assert not any("raw_text" in q["sql"] for q in ctx.captured_queries)
+    assert len(r.content) < 160 * 1024
