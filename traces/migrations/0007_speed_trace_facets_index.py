@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("traces", "0005_import_job_liveness"),
+        ("traces", "0006_imp_formats_sources_report"),
     ]
 
     operations = [
