@@ -122,12 +122,25 @@ class Step(models.Model):
     content = models.TextField()
     line_start = models.PositiveIntegerField()
     line_end = models.PositiveIntegerField()
+    # Span-based formats keep their tree: the index of the parent step (an earlier step of the same
+    # trace), e.g. agent invocation -> LLM answer -> tool call -> tool output. Null at the top and
+    # in flat formats. Model, tokens and timing are what the span said (empty when it said nothing).
+    parent_index = models.PositiveIntegerField(null=True, blank=True)
+    model = models.CharField(max_length=100, blank=True, default="", db_default="")  # COPY of flat traces omits it
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["trace", "index"]
         constraints = [
             models.UniqueConstraint(fields=["trace", "index"], name="step_unique_index"),
             models.CheckConstraint(condition=models.Q(line_end__gte=models.F("line_start")), name="step_lines_ordered"),
+            models.CheckConstraint(
+                condition=models.Q(parent_index__isnull=True) | models.Q(parent_index__lt=models.F("index")),
+                name="step_parent_before",
+            ),
         ]
 
     def __str__(self) -> str:

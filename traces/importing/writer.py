@@ -19,7 +19,7 @@ from psycopg.copy import QueuedLibpqWriter
 
 from traces.importing.hooks import ImportBatch
 from traces.models import ImportJob, Project, Step, Trace
-from traces.parsers import ParsedTrace
+from traces.parsers import ParsedStep, ParsedTrace
 
 _BATCH_BYTES = 8 * 1024**2  # flush buffered rows to the database every ~8 MB of trace text
 _BATCH_TRACES = 500
@@ -50,6 +50,8 @@ _TRACE_COLUMNS = (
     "imported_at",
 )
 _STEP_COLUMNS = ("trace_id", "index", "agent", "kind", "content", "line_start", "line_end")
+# written only when a step of the batch has them (span formats): flat traces' COPY stays as it was
+_TREE_COLUMNS = ("parent_index", "model", "input_tokens", "output_tokens", "started_at", "duration_ms")
 
 
 @dataclass
@@ -126,12 +128,17 @@ class TraceWriter:
                             self.now,
                         )
                     )
-            step_sql = f"COPY {Step._meta.db_table} ({', '.join(_quote(c) for c in _STEP_COLUMNS)}) FROM STDIN"
+            tree = any(_has_tree(p.parsed) for p in pending)
+            columns = _STEP_COLUMNS + _TREE_COLUMNS if tree else _STEP_COLUMNS
+            step_sql = f"COPY {Step._meta.db_table} ({', '.join(_quote(c) for c in columns)}) FROM STDIN"
             with pg.copy(step_sql, writer=QueuedLibpqWriter(pg)) as copy:
                 write = copy.write_row
                 for trace_id, p in zip(ids, pending, strict=True):
                     for st in p.parsed.steps:
-                        write((trace_id, st.index, st.agent[:200], st.kind, st.content, st.line_start, st.line_end))
+                        row = (trace_id, st.index, st.agent[:200], st.kind, st.content, st.line_start, st.line_end)
+                        if tree:
+                            row += _tree_values(st)
+                        write(row)
         return ids
 
     def _write_orm(self, pending: list[_Pending]) -> list[int]:
@@ -146,12 +153,22 @@ class TraceWriter:
                 content=st.content,
                 line_start=st.line_start,
                 line_end=st.line_end,
+                **dict(zip(_TREE_COLUMNS, _tree_values(st), strict=True)),
             )
             for t, p in zip(traces, pending, strict=True)
             for st in p.parsed.steps
         ]
         Step.objects.bulk_create(steps, batch_size=500)
         return [t.pk for t in traces]
+
+
+def _has_tree(parsed: ParsedTrace) -> bool:
+    return any(st.parent is not None or st.model or st.input_tokens is not None or st.started_at for st in parsed.steps)
+
+
+def _tree_values(st: ParsedStep) -> tuple:
+    """parent_index, model, input_tokens, output_tokens, started_at, duration_ms (None when not given)."""
+    return (st.parent, st.model[:100], st.input_tokens, st.output_tokens, st.started_at or None, st.duration_ms)
 
 
 def _quote(column: str) -> str:

@@ -38,7 +38,15 @@ from traces.parsers.messages import load_json, load_jsonl, message_list, parse_m
 from traces.parsers.metagpt import parse_metagpt_json, parse_metagpt_log
 from traces.parsers.openmanus import parse_openmanus
 from traces.parsers.plaintext import parse_plaintext, split_blocks
-from traces.parsers.registry import TraceFormat, format_register, formats, text_format
+from traces.parsers.registry import (
+    TraceFormat,
+    format_register,
+    formats,
+    register_span_formats,
+    span_format,
+    text_format,
+)
+from traces.parsers.spans import parse_spans
 
 __all__ = [
     "FORMATS",
@@ -78,6 +86,7 @@ for _fmt in (
     TraceFormat("whowhen", kind="json"),
 ):
     format_register(_fmt)
+register_span_formats()
 
 FORMATS: tuple[str, ...] = tuple(f.name for f in formats())
 _JSON_FORMATS = frozenset({f.name for f in formats() if f.kind == "json"} | {"hyperagent"})
@@ -94,6 +103,8 @@ def parse_trace(text: str, *, format: str = "auto", filename: str = "", mas_name
         format = detect_format(text, filename=filename, mas_name=mas_name)
     elif format not in (names := [f.name for f in formats()]):
         raise ParseError(f"unknown format {format!r}; expected one of {', '.join(names)} or auto", filename=filename)
+    if span_format(format) is not None:
+        return _strip_nul(parse_spans(text.lstrip("\ufeff"), format=format, filename=filename))
     if format in _JSON_FORMATS and looks_json(text):
         trace = _parse_json(text.lstrip("\ufeff"), format, filename=filename, mas_name=mas_name)
     elif (text_fmt := text_format(format)) is not None:

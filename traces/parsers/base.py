@@ -23,6 +23,13 @@ class ParsedStep:
     content: str
     line_start: int
     line_end: int
+    # Span-based formats (traces/parsers/spans/): the tree and what each span says about itself.
+    parent: int | None = None  # index of the parent step (always an earlier step), None at the top
+    model: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    started_at: str = ""  # ISO 8601, UTC, as the span gives it
+    duration_ms: int | None = None
 
 
 @dataclass
