@@ -143,6 +143,8 @@ class Step(models.Model):
             ),
         ]
 
+    TREE_FIELDS = ("parent_index", "model", "input_tokens", "output_tokens", "started_at", "duration_ms")
+
     def __str__(self) -> str:
         return f"step {self.index} ({self.agent})"
 

@@ -8,6 +8,7 @@
  * Trace content is never put into the page with innerHTML: text only.
  */
 import { mountViewer } from "./trace-viewer.js";
+import { mountTree } from "./trace-tree.js";
 import { createSaver } from "./workspace-save.js";
 
 const cfg = JSON.parse(document.getElementById("ws-config").textContent);
@@ -93,6 +94,7 @@ const viewer = viewerRoot
       },
     })
   : null;
+if (viewer) mountTree(viewerRoot, viewer); // span-based traces: the step tree beside the steps
 
 function stepForLine(n) {
   if (!outline || !outline.ls) return null;

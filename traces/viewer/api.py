@@ -13,6 +13,7 @@ from traces.projects.permissions import ProjectScopedMixin
 from traces.viewer.selectors import (
     CappedCountPaginator,
     TraceFilters,
+    outline_json,
     trace_agent_hues,
     trace_get,
     trace_list_for_user,
@@ -128,4 +129,4 @@ class TraceOutlineApi(ProjectScopedMixin, APIView):
     @extend_schema(responses=OutlineOut)
     def get(self, request, slug, pk):
         trace = trace_get(project=self.project, pk=pk)
-        return Response(trace_outline(trace=trace).as_json())
+        return Response(outline_json(trace=trace, outline=trace_outline(trace=trace)))

@@ -23,6 +23,7 @@ from django.shortcuts import get_object_or_404
 from traces.models import Project, Step, Trace
 from traces.projects.selectors import user_can
 from traces.viewer.label_state import trace_label_state
+from traces.viewer.tree import trace_tree
 
 PAGE_SIZE = 50
 # The first window of the viewer: at most this many steps and (about) this many lines.
@@ -200,6 +201,11 @@ def trace_get(*, project: Project, pk: int) -> Trace:
     return get_object_or_404(Trace.objects.defer("raw_text").select_related("project"), project=project, pk=pk)
 
 
+# a span step's parent, model, tokens and timing come along (null / "" on flat traces)
+STEP_WINDOW_FIELDS = ("id", "trace_id", "index", "agent", "kind", "content", "line_start", "line_end")
+STEP_WINDOW_FIELDS += Step.TREE_FIELDS
+
+
 def trace_steps_window(
     *, trace: Trace, start: int = 0, limit: int = FIRST_WINDOW_STEPS, max_lines: int | None = None
 ) -> list[Step]:
@@ -207,11 +213,7 @@ def trace_steps_window(
     in the window (always at least one step)."""
     start = max(0, int(start))
     limit = max(1, min(int(limit), STEPS_WINDOW_MAX))
-    steps = list(
-        Step.objects.filter(trace=trace, index__gte=start)
-        .order_by("index")
-        .only("id", "trace_id", "index", "agent", "kind", "content", "line_start", "line_end")[:limit]
-    )
+    steps = list(Step.objects.filter(trace=trace, index__gte=start).order_by("index").only(*STEP_WINDOW_FIELDS)[:limit])
     if max_lines is None:
         return steps
     out, lines = [], 0
@@ -342,8 +344,16 @@ def trace_viewer_context(*, trace: Trace) -> dict:
     return {
         "trace": trace,
         "first_steps": [step_view(s, hue=outline.hues.get(s.agent, -1)) for s in steps],
-        "outline": outline.as_json(),
+        "outline": outline_json(trace=trace, outline=outline),
     }
+
+
+def outline_json(*, trace: Trace, outline: Outline) -> dict:
+    """The outline as the viewer reads it, with the step tree of span-based traces (``tree``)."""
+    data = outline.as_json()
+    if (tree := trace_tree(trace=trace)) is not None:
+        data["tree"] = tree
+    return data
 
 
 @dataclass(frozen=True)

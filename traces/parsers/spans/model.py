@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import orjson
+
 # What a span is, as far as steps are concerned.
 AGENT, LLM, TOOL, CHAIN, HANDOFF, GUARDRAIL, EVENT = "agent", "llm", "tool", "chain", "handoff", "guardrail", "event"
 
@@ -74,7 +76,10 @@ def as_text(value: object) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):  # e.g. integers beyond 64 bits
+        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
 
 
 def as_int(value: object) -> int | None:
@@ -119,9 +124,12 @@ def decode_json(value: object) -> object:
     """Attributes often hold JSON as a string (gen_ai.input.messages, input.value): decode it when it is."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            return json.loads(value)
-        except ValueError:
-            return value
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            try:
+                return json.loads(value, parse_constant=lambda _c: None)  # NaN, which orjson refuses
+            except ValueError:
+                return value
     return value
 
 
