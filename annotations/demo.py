@@ -71,10 +71,12 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     from annotations.releases import demo as releases_demo
     from annotations.rounds import demo as rounds_demo
     from traces.importing import demo as importing_demo
+    from traces.importing import demo_spans
     from traces.viewer import demo as viewer_demo
 
     return [
         importing_demo.seed,
+        demo_spans.seed,
         viewer_demo.seed,
         labels_demo.seed,
         rounds_demo.seed,

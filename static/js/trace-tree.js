@@ -178,6 +178,7 @@ class StepTree {
       const agent = el("span", "tt-agent", this.agentOf(i) || "—");
       agent.style.color = hueColor(this.hueOf(i));
       go.append(agent, el("span", "tt-what muted", ` ${this.nodeLabel(i)}`));
+      go.title = `${this.agentOf(i) || "no agent"} ${this.nodeLabel(i)}, step #${i}: jump to it`;
       row.append(toggle, go, el("span", "tt-count muted small", `#${i} · ${this.size[i]}`));
       li.append(row);
       if (sub.length) {

@@ -133,3 +133,11 @@ def test_agent_names_and_models_from_spans_are_escaped(tpage, live_server, login
     assert tpage.locator(".tt-tree .tt-agent").first.inner_text() == XSS
     assert XSS in tpage.locator("#step-1 .tt-meta").inner_text()
     assert tpage.evaluate("() => window.__xss") is None
+
+
+def test_the_labelling_screen_shows_the_tree_too(tpage, live_server, login, annotator, span_trace, screenshot):
+    login(tpage, annotator)
+    tpage.goto(f"{live_server.url}/p/demo/traces/{span_trace.pk}/label/")
+    tpage.wait_for_selector(".trace-viewer[data-tree='1'] .tt-panel")
+    assert tpage.locator("#step-7 .tt-parent").inner_text() == "↳ #4"
+    screenshot(tpage, "workspace-step-tree", full_page=False)

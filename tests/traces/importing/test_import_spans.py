@@ -127,3 +127,16 @@ def test_a_span_file_of_garbage_json_is_refused(project, row_counts):
     with pytest.raises(TraceImportError, match=r"^broken.json: invalid JSON"):
         traces_import(project=project, paths_or_files=[upload])
     assert row_counts() == before
+
+
+def test_the_span_demo_seeds_every_span_format_once(project, manager):
+    from annotations.demo import DemoContext
+    from traces.importing.demo_spans import seed
+
+    ctx = DemoContext(project=project, users={"manager": manager})
+    seed(ctx)
+    seed(ctx)
+    formats = sorted(Trace.objects.filter(project=project).values_list("format", flat=True))
+    assert formats == ["langfuse", "langsmith", "openai_agents", "openinference", "openinference", "otlp", "trail"]
+    assert Trace.objects.filter(project=project, steps__parent_index__isnull=False).distinct().count() == 7
+    assert ctx.log[-1].startswith("Span traces: 0 imported, 7 already there")
