@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench_import import proc_cpu_seconds, self_cpu_seconds
 from benchdb import bench_env, create_bench_db, django_setup, drop_bench_db
 
 REPO = Path(__file__).resolve().parents[1]
@@ -292,10 +293,17 @@ def main() -> None:
         pct = 100 * p.bytes_done / p.bytes_total if p.bytes_total else 0
         print(f"\r  {pct:5.1f}%  {p.imported} imported", end="", file=sys.stderr, flush=True)
 
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
     load_before = os.getloadavg()
+    cpu_self, cpu_server = self_cpu_seconds(), proc_cpu_seconds(backend)
     t = time.perf_counter()
     result = traces_import(project=project, paths_or_files=[out], progress=progress)
     elapsed = time.perf_counter() - t
+    cpu_self = self_cpu_seconds() - cpu_self
+    end_server = proc_cpu_seconds(backend)
+    cpu_server = end_server - cpu_server if cpu_server is not None and end_server is not None else None
     print(file=sys.stderr)
     mb = size / 1024**2
     steps = Step.objects.count()
@@ -310,6 +318,11 @@ def main() -> None:
     print(
         f"  load average (2 cores) when the import started: {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f}; after: {os.getloadavg()[0]:.2f}"
+    )
+    server = f", PostgreSQL backend {cpu_server:.1f} s" if cpu_server is not None else ""
+    print(
+        f"  CPU time: importing process {cpu_self:.1f} s{server} (wall {elapsed:.1f} s; "
+        f"{mb / (cpu_self + (cpu_server or 0)):.1f} MB per CPU-second, both together)"
     )
     print(f"  peak RSS {rss_mb():.0f} MB (importing process; {rss_before:.0f} MB after Django setup)")
     with connection.cursor() as cursor:

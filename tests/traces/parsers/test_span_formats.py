@@ -231,3 +231,62 @@ def test_parse_trace_refuses_a_text_of_several_traces():
 def test_smolagents_memory_with_observations_is_not_taken_for_langfuse():
     text = json.dumps([{"step_number": 1, "observations": "x", "model_output": "y"}])
     assert detect_format(text) != "langfuse"
+
+
+def test_jsonl_lines_longer_than_a_read_chunk_are_read_as_lines():
+    big = "x" * (3 * 1024 * 1024)
+    spans = [
+        {
+            "traceId": f"t{n}",
+            "spanId": "a",
+            "name": "chat",
+            "attributes": [
+                {"key": "gen_ai.agent.name", "value": {"stringValue": "Writer"}},
+                {
+                    "key": "gen_ai.output.messages",
+                    "value": {
+                        "stringValue": json.dumps(
+                            [{"role": "assistant", "parts": [{"type": "text", "content": f"{n} {big}"}]}]
+                        )
+                    },
+                },
+            ],
+        }
+        for n in range(2)
+    ]
+    lines = [json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [s]}]}]}) for s in spans]
+    traces = list(span_format("otlp").read(io.BytesIO("\n".join(lines).encode()), filename="long.jsonl"))
+    assert [t.external_id for t in traces] == ["t0", "t1"]
+    assert traces[1].steps[0].content.startswith("### Writer (assistant)\n1 xxx")
+
+
+def _chat_line(trace: str, span: str, parent: str, text: str) -> str:
+    attrs = [
+        {"key": "gen_ai.agent.name", "value": {"stringValue": "Writer"}},
+        {
+            "key": "gen_ai.output.messages",
+            "value": {"stringValue": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}])},
+        },
+    ]
+    span_obj = {"traceId": trace, "spanId": span, "parentSpanId": parent, "name": "chat", "attributes": attrs}
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span_obj]}]}]})
+
+
+def test_over_the_memory_budget_finished_traces_are_emitted_early(monkeypatch):
+    from traces.parsers.spans import reader
+
+    monkeypatch.setattr(reader, "_PENDING_CHARS", 5000)
+    lines = [_chat_line(f"t{n}", "root", "", f"answer {n} " + "y" * 2000) for n in range(6)]
+    traces = list(span_format("otlp").read(io.BytesIO("\n".join(lines).encode()), filename="many.jsonl"))
+    assert [t.external_id for t in traces] == [f"t{n}" for n in range(6)]
+
+
+def test_a_span_arriving_after_its_trace_was_emitted_is_refused_not_split(monkeypatch):
+    from traces.parsers.spans import reader
+
+    monkeypatch.setattr(reader, "_PENDING_CHARS", 5000)
+    lines = [_chat_line("t0", "root", "", "first " + "y" * 2000)]
+    lines += [_chat_line(f"u{n}", "root", "", f"other {n} " + "y" * 2000) for n in range(4)]
+    lines.append(_chat_line("t0", "late", "root", "late child"))
+    with pytest.raises(ParseError, match=r"^far.jsonl, record 6: span late of trace t0 comes long after"):
+        list(span_format("otlp").read(io.BytesIO("\n".join(lines).encode()), filename="far.jsonl"))

@@ -263,6 +263,12 @@ _WRAPPERS = ("data", "runs", "traces", "items")
 def _records(fileobj: IO[bytes], filename: str) -> Iterator[tuple[int, object]]:
     head = fileobj.read(_CHUNK)
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    while b"\n" not in start and len(head) < _WHOLE_LIMIT:  # a first line longer than a chunk (OTLP batches)
+        more = fileobj.read(_CHUNK)
+        if not more:
+            break
+        head += more
+        start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not start:
         raise ParseError("the file is empty", filename=filename, line=1)
     first_line = start.split(b"\n", 1)[0].rstrip()
