@@ -33,7 +33,7 @@ from traces.parsers.spans.trail import is_trail, trail_spans
 from traces.parsers.spans.tree import spans_to_trace
 
 _WHOLE_LIMIT = 32 * 1024**2
-_PENDING_CHARS = 64 * 1024**2
+_PENDING_CHARS = 16 * 1024**2
 _CHUNK = 1 << 20
 
 # format name -> (words only that format's head has, framework, what was looked for)
