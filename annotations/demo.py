@@ -72,11 +72,13 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     from annotations.rounds import attribution_demo
     from annotations.rounds import demo as rounds_demo
     from traces.importing import demo as importing_demo
+    from traces.importing import demo_spans
     from traces.viewer import demo as viewer_demo
 
     return [
         importing_demo.seed,
         importing_demo.seed_frameworks,
+        demo_spans.seed,
         viewer_demo.seed,
         labels_demo.seed,
         rounds_demo.seed,

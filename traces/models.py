@@ -129,13 +129,28 @@ class Step(models.Model):
     # What the format says beyond the text, only the keys it gives (ParsedStep.details): "model",
     # "input_tokens", "output_tokens", "timestamp" (as written), "duration_ms".
     details = models.JSONField(default=dict, blank=True)
+    # Span-based formats keep their tree: the index of the parent step (an earlier step of the same
+    # trace), e.g. agent invocation -> LLM answer -> tool call -> tool output. Null at the top and
+    # in flat formats. Model, tokens and timing are what the span said (empty when it said nothing).
+    parent_index = models.PositiveIntegerField(null=True, blank=True)
+    model = models.CharField(max_length=100, blank=True, default="", db_default="")  # COPY of flat traces omits it
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["trace", "index"]
         constraints = [
             models.UniqueConstraint(fields=["trace", "index"], name="step_unique_index"),
             models.CheckConstraint(condition=models.Q(line_end__gte=models.F("line_start")), name="step_lines_ordered"),
+            models.CheckConstraint(
+                condition=models.Q(parent_index__isnull=True) | models.Q(parent_index__lt=models.F("index")),
+                name="step_parent_before",
+            ),
         ]
+
+    TREE_FIELDS = ("parent_index", "model", "input_tokens", "output_tokens", "started_at", "duration_ms")
 
     def __str__(self) -> str:
         return f"step {self.index} ({self.agent})"

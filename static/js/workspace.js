@@ -8,6 +8,7 @@
  * Trace content is never put into the page with innerHTML: text only.
  */
 import { mountViewer } from "./trace-viewer.js";
+import { mountTree } from "./trace-tree.js";
 import { createSaver } from "./workspace-save.js";
 import { createAttribution } from "./workspace-attribution.js";
 
@@ -94,6 +95,7 @@ const viewer = viewerRoot
       },
     })
   : null;
+if (viewer) mountTree(viewerRoot, viewer); // span-based traces: the step tree beside the steps
 
 const attr = createAttribution({
   viewer,

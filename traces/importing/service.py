@@ -67,6 +67,7 @@ from traces.importing.sources import (
     looks_binary,
     read_or_refuse,
 )
+from traces.importing.spans import span_file_traces, span_format_of
 from traces.importing.writer import TraceWriter, trace_row
 from traces.models import ImportJob, Project
 from traces.parsers import FORMATS, ParsedTrace, ParseError, is_mast_data, iter_mast_records, parse_traces
@@ -234,6 +235,9 @@ def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
             raise TraceImportError(f"{name}, line 1: the file is empty")
         if format == MAST_DATA or (format == "auto" and not looks_binary(head) and is_mast_data(head)):
             yield from _parse_mast_file(source, head, f, state)
+            return
+        if not looks_binary(head) and (span_fmt := span_format_of(head, format)) is not None:
+            yield from span_file_traces(source, span_fmt, head, f, state)  # many traces per file, streamed
             return
         data = head + read_or_refuse(f, settings.MAST_IMPORT_MAX_FILE_BYTES + 1 - len(head), name)
     if len(data) > settings.MAST_IMPORT_MAX_FILE_BYTES:

@@ -19,7 +19,7 @@ from psycopg.copy import QueuedLibpqWriter
 
 from traces.importing.hooks import ImportBatch
 from traces.models import ImportJob, Project, Step, Trace
-from traces.parsers import ParsedTrace
+from traces.parsers import ParsedStep, ParsedTrace
 
 _BATCH_BYTES = 8 * 1024**2  # flush buffered rows to the database every ~8 MB of trace text
 _BATCH_TRACES = 500
@@ -50,6 +50,8 @@ _TRACE_COLUMNS = (
     "imported_at",
 )
 _STEP_COLUMNS = ("trace_id", "index", "agent", "kind", "content", "line_start", "line_end", "details")
+# written only when a step of the batch has them (span formats): flat traces' COPY stays as it was
+_TREE_COLUMNS = ("parent_index", "model", "input_tokens", "output_tokens", "started_at", "duration_ms")
 
 
 @dataclass
@@ -72,6 +74,8 @@ class TraceWriter:
         self.now = timezone.now()
 
     def add(self, parsed: ParsedTrace, row: dict[str, Any], extra: dict[str, Any]) -> None:
+        for st in parsed.steps:
+            _promote_details(st)
         self.pending.append(_Pending(parsed, row, extra))
         self.pending_bytes += row["size_bytes"]
         if self.pending_bytes >= _BATCH_BYTES or len(self.pending) >= _BATCH_TRACES:
@@ -126,25 +130,20 @@ class TraceWriter:
                             self.now,
                         )
                     )
-            step_sql = f"COPY {Step._meta.db_table} ({', '.join(_quote(c) for c in _STEP_COLUMNS)}) FROM STDIN"
+            tree = any(_has_tree(p.parsed) for p in pending)
+            columns = _STEP_COLUMNS + _TREE_COLUMNS if tree else _STEP_COLUMNS
+            step_sql = f"COPY {Step._meta.db_table} ({', '.join(_quote(c) for c in columns)}) FROM STDIN"
             with pg.copy(step_sql, writer=QueuedLibpqWriter(pg)) as copy:
                 write = copy.write_row
                 dumps = json.dumps
                 for trace_id, p in zip(ids, pending, strict=True):
                     for st in p.parsed.steps:
                         details = dumps(st.details, ensure_ascii=False) if st.details else "{}"
-                        write(
-                            (
-                                trace_id,
-                                st.index,
-                                st.agent[:200],
-                                st.kind,
-                                st.content,
-                                st.line_start,
-                                st.line_end,
-                                details,
-                            )
-                        )
+                        row = (trace_id, st.index, st.agent[:200], st.kind, st.content, st.line_start, st.line_end)
+                        row += (details,)
+                        if tree:
+                            row += _tree_values(st)
+                        write(row)
         return ids
 
     def _write_orm(self, pending: list[_Pending]) -> list[int]:
@@ -160,12 +159,37 @@ class TraceWriter:
                 line_start=st.line_start,
                 line_end=st.line_end,
                 details=st.details,
+                **dict(zip(_TREE_COLUMNS, _tree_values(st), strict=True)),
             )
             for t, p in zip(traces, pending, strict=True)
             for st in p.parsed.steps
         ]
         Step.objects.bulk_create(steps, batch_size=500)
         return [t.pk for t in traces]
+
+
+def _has_tree(parsed: ParsedTrace) -> bool:
+    return any(st.parent is not None or st.model or st.input_tokens is not None or st.started_at for st in parsed.steps)
+
+
+def _promote_details(st: ParsedStep) -> None:
+    """Model, tokens and duration that a flat format kept in ``details`` fill the step's columns,
+    so the viewer shows them the same way for every format (``details`` keeps the rest, e.g. a
+    timestamp as written)."""
+    d = st.details
+    if not d:
+        return
+    if not st.model and d.get("model"):
+        st.model = str(d["model"])[:100]
+    for key in ("input_tokens", "output_tokens", "duration_ms"):
+        value = d.get(key)
+        if getattr(st, key) is None and isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            setattr(st, key, int(value))
+
+
+def _tree_values(st: ParsedStep) -> tuple:
+    """parent_index, model, input_tokens, output_tokens, started_at, duration_ms (None when not given)."""
+    return (st.parent, st.model[:100], st.input_tokens, st.output_tokens, st.started_at or None, st.duration_ms)
 
 
 def _quote(column: str) -> str:

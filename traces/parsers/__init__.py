@@ -57,8 +57,17 @@ from traces.parsers.messages import load_json, load_jsonl, message_list, parse_m
 from traces.parsers.metagpt import parse_metagpt_json, parse_metagpt_log
 from traces.parsers.openmanus import parse_openmanus
 from traces.parsers.plaintext import parse_plaintext, split_blocks
-from traces.parsers.registry import TraceFormat, format_register, formats, json_format, text_format
+from traces.parsers.registry import (
+    TraceFormat,
+    format_register,
+    formats,
+    json_format,
+    register_span_formats,
+    span_format,
+    text_format,
+)
 from traces.parsers.shapes import json_type
+from traces.parsers.spans import parse_spans
 
 __all__ = [
     "FORMATS",
@@ -116,6 +125,7 @@ for _fmt in (
     TraceFormat("whowhen", kind="json", label="Who&When JSON"),
 ):
     format_register(_fmt)
+register_span_formats()
 
 FORMATS: tuple[str, ...] = tuple(f.name for f in formats())
 _JSON_FORMATS = frozenset({f.name for f in formats() if f.kind == "json"} | {"hyperagent"})
@@ -149,6 +159,8 @@ def parse_traces(text: str, *, format: str = "auto", filename: str = "", mas_nam
             format = detect_json(text.lstrip("\ufeff \t\r\n")[:HEAD], filename=filename, mas_name=mas_name)
     elif format == "auto":
         format = detect_format(text, filename=filename, mas_name=mas_name)
+    if span_format(format) is not None:
+        return [_strip_nul(parse_spans(text.lstrip("\ufeff"), format=format, filename=filename))]
     if (fmt := json_format(format)) is not None:
         if obj is _NOT_DECODED:
             obj = _decode(text.lstrip("\ufeff"), filename)

@@ -26,6 +26,13 @@ class ParsedStep:
     # What the format says about the step beyond its text, only the keys it gives: "model",
     # "input_tokens", "output_tokens" (ints), "timestamp" (as written), "duration_ms" (number).
     details: dict = field(default_factory=dict)
+    # Span-based formats (traces/parsers/spans/): the tree and what each span says about itself.
+    parent: int | None = None  # index of the parent step (always an earlier step), None at the top
+    model: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    started_at: str = ""  # ISO 8601, UTC, as the span gives it
+    duration_ms: int | None = None
 
 
 @dataclass

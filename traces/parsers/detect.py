@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from traces.parsers.registry import formats, sniff_json
+from traces.parsers.spans import sniff as sniff_spans
 
 HEAD = 65536
 
@@ -43,6 +44,8 @@ def looks_json(text: str) -> bool:
 
 def detect_json(head: str, *, filename: str = "", mas_name: str = "") -> str:
     mas = normalise_mas_name(mas_name)
+    if span := sniff_spans(head):
+        return span
     if sniffed := sniff_json(head):
         return sniffed
     if "HyperAgent_" in head and '"history"' not in head:

@@ -11,14 +11,17 @@ file holds several traces, one per record), registered with
 ``TraceFormat("<name>", kind="json", sniff=..., parse_obj=..., label=...)``. Sniffers are asked in
 registration order, before the older shapes (MetaGPT run JSON, AG2 / HyperAgent ``_human.json``,
 Who&When, generic messages), which ``detect.detect_json`` and ``_parse_json`` still decide by key.
-``--format``, the API's and the upload form's format lists all come from ``formats()``.
+Span formats (``kind="spans"``, ``traces/parsers/spans/``) hold many traces per file:
+``read(fileobj, filename=)`` streams them, and the importer reads such a file with it instead of
+decoding it whole. ``--format``, the API's and the upload form's format lists all come from ``formats()``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from traces.parsers.base import ParsedTrace
 
@@ -26,7 +29,7 @@ from traces.parsers.base import ParsedTrace
 @dataclass(frozen=True)
 class TraceFormat:
     name: str
-    kind: str = "text"  # "text" or "json"
+    kind: str = "text"  # "text", "json" or "spans"
     parse: Callable[[str], ParsedTrace] | None = None  # text formats: the whole decoded file in, a trace out
     # Line patterns that only this format writes; searched in the first 64 KB, the earliest match wins.
     markers: tuple[re.Pattern[str], ...] = field(default_factory=tuple)
@@ -35,6 +38,8 @@ class TraceFormat:
     label: str = ""  # what the import form and the import report call it
     sniff: Callable[[str], bool] | None = None  # JSON formats: the file's head has this format's keys
     parse_obj: Callable[[object, str], ParsedTrace | list[ParsedTrace]] | None = None  # decoded JSON in
+    # span formats: (binary file object, filename=) -> iterator of ParsedTrace, one per trace in the file
+    read: Callable[..., Iterator[ParsedTrace]] | None = None
 
     @property
     def title(self) -> str:
@@ -45,8 +50,10 @@ _FORMATS: dict[str, TraceFormat] = {}
 
 
 def format_register(fmt: TraceFormat) -> TraceFormat:
-    if fmt.kind not in ("text", "json"):
-        raise ValueError(f"format {fmt.name}: kind must be text or json")
+    if fmt.kind not in ("text", "json", "spans"):
+        raise ValueError(f"format {fmt.name}: kind must be text, json or spans")
+    if fmt.kind == "spans" and fmt.read is None:
+        raise ValueError(f"span format {fmt.name} needs a read function")
     if fmt.kind == "text" and fmt.parse is None:
         raise ValueError(f"text format {fmt.name} needs a parse function")
     _FORMATS[fmt.name] = fmt
@@ -74,3 +81,25 @@ def sniff_json(head: str) -> str:
 def text_format(name: str) -> TraceFormat | None:
     fmt = _FORMATS.get(name)
     return fmt if fmt is not None and fmt.kind == "text" else None
+
+
+def span_format(name: str) -> TraceFormat | None:
+    fmt = _FORMATS.get(name)
+    return fmt if fmt is not None and fmt.kind == "spans" else None
+
+
+def register_span_formats() -> None:
+    """The span formats (traces/parsers/spans/), listed after the text and JSON formats."""
+    from traces.parsers.spans import read_spans
+
+    for name, framework, label in (
+        ("otlp", "", "OTLP/JSON spans (OpenTelemetry GenAI)"),
+        ("openinference", "", "OpenInference spans (Phoenix)"),
+        ("trail", "smolagents", "TRAIL trace (OpenInference child_spans)"),
+        ("langfuse", "", "Langfuse trace export"),
+        ("langsmith", "LangChain", "LangSmith runs export"),
+        ("openai_agents", "OpenAI Agents SDK", "OpenAI Agents SDK trace"),
+    ):
+        format_register(
+            TraceFormat(name, kind="spans", read=partial(read_spans, format=name), mas_name=framework, label=label)
+        )

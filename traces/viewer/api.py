@@ -13,6 +13,7 @@ from traces.projects.permissions import ProjectScopedMixin
 from traces.viewer.selectors import (
     CappedCountPaginator,
     TraceFilters,
+    outline_json,
     trace_agent_hues,
     trace_get,
     trace_list_for_user,
@@ -142,7 +143,7 @@ class TraceOutlineApi(ProjectScopedMixin, APIView):
     )
     def get(self, request, slug, pk):
         trace = trace_get(project=self.project, pk=pk)
-        response = Response(trace_outline(trace=trace).as_json())
+        response = Response(outline_json(trace=trace, outline=trace_outline(trace=trace)))
         if request.query_params.get("v") == trace_outline_version(trace=trace):
             response["Cache-Control"] = "private, max-age=86400, immutable"
         return response

@@ -25,6 +25,7 @@ from django.utils.safestring import SafeString, mark_safe
 from traces.models import Project, Step, Trace
 from traces.projects.selectors import user_can
 from traces.viewer.label_state import trace_label_state, trace_label_state_of
+from traces.viewer.tree import trace_tree
 
 PAGE_SIZE = 50
 # The first window of the viewer: at most this many steps and (about) this many lines.
@@ -210,16 +211,19 @@ def trace_get(*, project: Project, pk: int) -> Trace:
     return get_object_or_404(Trace.objects.defer("raw_text").select_related("project"), project=project, pk=pk)
 
 
-def trace_steps_window(*, trace: Trace, start: int = 0, limit: int = 60, max_lines: int | None = None) -> list[Step]:
+# a span step's parent, model, tokens and timing come along (null / "" on flat traces)
+STEP_WINDOW_FIELDS = ("id", "trace_id", "index", "agent", "kind", "content", "line_start", "line_end")
+STEP_WINDOW_FIELDS += Step.TREE_FIELDS
+
+
+def trace_steps_window(
+    *, trace: Trace, start: int = 0, limit: int = 60, max_lines: int | None = None
+) -> list[Step]:
     """Steps ``start .. start+limit-1`` in order; with ``max_lines``, stop once that many lines are
     in the window (always at least one step)."""
     start = max(0, int(start))
     limit = max(1, min(int(limit), STEPS_WINDOW_MAX))
-    steps = list(
-        Step.objects.filter(trace=trace, index__gte=start)
-        .order_by("index")
-        .only("id", "trace_id", "index", "agent", "kind", "content", "line_start", "line_end")[:limit]
-    )
+    steps = list(Step.objects.filter(trace=trace, index__gte=start).order_by("index").only(*STEP_WINDOW_FIELDS)[:limit])
     if max_lines is None:
         return steps
     out, lines = [], 0
@@ -377,7 +381,7 @@ def trace_viewer_context(*, trace: Trace) -> dict:
     rows = list(
         Step.objects.filter(trace=trace, index__lt=FIRST_WINDOW_STEPS)
         .order_by("index")
-        .only("id", "trace_id", "index", "agent", "kind", "content", "line_start", "line_end")
+        .only(*STEP_WINDOW_FIELDS)
     )
     steps, lines = [], 0
     for step in rows:
@@ -398,6 +402,14 @@ def trace_viewer_context(*, trace: Trace) -> dict:
 def trace_outline_version(*, trace: Trace) -> str:
     """Changes whenever the outline can: the trace's content and its number of steps."""
     return f"{trace.content_hash[:16]}-{trace.n_steps}"
+
+
+def outline_json(*, trace: Trace, outline: Outline) -> dict:
+    """The outline as the viewer reads it, with the step tree of span-based traces (``tree``)."""
+    data = outline.as_json()
+    if (tree := trace_tree(trace=trace)) is not None:
+        data["tree"] = tree
+    return data
 
 
 @dataclass(frozen=True)

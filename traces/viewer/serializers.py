@@ -93,7 +93,8 @@ class StepOut(serializers.ModelSerializer):
 
     class Meta:
         model = Step
-        fields = ["id", "index", "agent", "kind", "line_start", "line_end", "content", "hue"]
+        fields = ["id", "index", "agent", "kind", "line_start", "line_end", "content", "hue", *Step.TREE_FIELDS]
+        extra_kwargs = {"parent_index": {"help_text": "index of the parent step (span-based formats), null at the top"}}
 
     def get_hue(self, step: Step) -> int:
         hues = self.context.get("hues")
@@ -125,6 +126,18 @@ class SearchOut(serializers.Serializer):
     hits = SearchHitOut(many=True)
 
 
+class StepTreeOut(serializers.Serializer):
+    """Per step i: parent p[i] (-1 at the top), model models[m[i]] (-1: none), tokens tin[i]/tout[i] and
+    duration ms[i] (-1: not given)."""
+
+    p = serializers.ListField(child=serializers.IntegerField())
+    models = serializers.ListField(child=serializers.CharField())
+    m = serializers.ListField(child=serializers.IntegerField())
+    tin = serializers.ListField(child=serializers.IntegerField())
+    tout = serializers.ListField(child=serializers.IntegerField())
+    ms = serializers.ListField(child=serializers.IntegerField())
+
+
 class OutlineOut(serializers.Serializer):
     """Every step in parallel lists: step i has agent agents[a[i]], kind kinds[k[i]], lines ls[i]..le[i]."""
 
@@ -135,3 +148,4 @@ class OutlineOut(serializers.Serializer):
     k = serializers.ListField(child=serializers.IntegerField())
     ls = serializers.ListField(child=serializers.IntegerField())
     le = serializers.ListField(child=serializers.IntegerField())
+    tree = StepTreeOut(required=False, help_text="span-based traces only: the step tree")
