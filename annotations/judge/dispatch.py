@@ -171,7 +171,11 @@ def _finish(run: JudgeRun) -> None:
 
 
 def run_stop(*, run_id: int, message: str) -> None:
-    """A queued or running run fails with `message` (a permanent fault, an untrainable baseline)."""
+    """A queued or running run fails with `message` (a permanent fault, an untrainable baseline).
+
+    Its claimed items go back to pending at once, so a stopped run shows no item "running": the
+    tasks already queued for them find them pending and exit, and a result being written right
+    now (its item row locked, hence SKIP LOCKED) still lands as done."""
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
         if run.state in (JudgeRun.State.RUNNING, JudgeRun.State.QUEUED):
@@ -179,6 +183,12 @@ def run_stop(*, run_id: int, message: str) -> None:
             run.error = message[:2000]
             run.finished_at = timezone.now()
             run.save(update_fields=["state", "error", "finished_at", "updated_at"])
+            held = list(
+                JudgeItem.objects.select_for_update(skip_locked=True)
+                .filter(run=run, state=JudgeItem.State.RUNNING)
+                .values_list("id", flat=True)
+            )
+            JudgeItem.objects.filter(pk__in=held).update(state=JudgeItem.State.PENDING, lease_until=None)
 
 
 def judge_sweep(*, now=None, dispatcher: Dispatcher = CELERY) -> float | None:

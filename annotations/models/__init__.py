@@ -1,6 +1,6 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
-from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate
+from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate, ProviderConnection
 from annotations.models.labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
 from annotations.models.releases import Release, ReleaseFile, ReleasePolicy
 from annotations.models.rounds import (
@@ -24,6 +24,7 @@ __all__ = [
     "ModeLabel",
     "OpenCode",
     "PromptTemplate",
+    "ProviderConnection",
     "Rater",
     "Release",
     "ReleaseFile",
