@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotations.judge import api as judge
+from annotations.judge import api_connections as conns
 
 urlpatterns = [
     path("projects/<slug:slug>/judge-runs/", judge.JudgeRunListApi.as_view(), name="api-judge-runs"),
@@ -24,6 +25,17 @@ urlpatterns = [
         "projects/<slug:slug>/judge-runs/<int:run_id>/quality/",
         judge.JudgeQualityApi.as_view(),
         name="api-judge-run-quality",
+    ),
+    path("projects/<slug:slug>/judge-connections/", conns.ConnectionListApi.as_view(), name="api-judge-connections"),
+    path(
+        "projects/<slug:slug>/judge-connections/<int:conn_id>/",
+        conns.ConnectionDetailApi.as_view(),
+        name="api-judge-connection",
+    ),
+    path(
+        "projects/<slug:slug>/judge-connections/<int:conn_id>/test/",
+        conns.ConnectionTestApi.as_view(),
+        name="api-judge-connection-test",
     ),
     path("projects/<slug:slug>/judge-prompts/", judge.PromptListApi.as_view(), name="api-judge-prompts"),
 ]
