@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotations.judge import api as judge
+from annotations.judge import api_compare as compare
 from annotations.judge import api_connections as conns
 
 urlpatterns = [
@@ -37,5 +38,7 @@ urlpatterns = [
         conns.ConnectionTestApi.as_view(),
         name="api-judge-connection-test",
     ),
+    path("projects/<slug:slug>/judge-comparison/", compare.JudgeComparisonApi.as_view(), name="api-judge-comparison"),
+    path("projects/<slug:slug>/imported-raters/", compare.ImportedRaterListApi.as_view(), name="api-imported-raters"),
     path("projects/<slug:slug>/judge-prompts/", judge.PromptListApi.as_view(), name="api-judge-prompts"),
 ]
