@@ -7,8 +7,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -60,13 +61,13 @@ class RunForm(forms.Form):
     )
     base_url = forms.CharField(
         required=False,
-        label="Base URL (without a connection)",
+        label="Base URL",
         help_text="Any OpenAI-compatible server: vLLM, Ollama, LiteLLM, OpenAI…",
     )
     model = forms.CharField(required=False, help_text="e.g. o1, gpt-4o-mini, llama3.1")
     api_key_env = forms.CharField(
         required=False,
-        label="API key environment variable (without a connection)",
+        label="API key environment variable",
         help_text="The NAME of a variable listed in MAST_JUDGE_API_KEYS; the key itself is never stored.",
     )
     traces = forms.ChoiceField(label="Traces")
@@ -213,11 +214,15 @@ def judge_run_page(request, slug, run_id):
 
 @login_required
 def judge_run_progress_fragment(request, slug, run_id):
-    """The live part of the run page (progress and the items table), polled every second while the
-    run is active: the table moves with the summary; the last poll renders the final state."""
+    """The live part of the run page, polled every second while the run is active: the progress card,
+    and the items table swapped out of band (``hx-swap-oob``), so the table moves with the summary
+    and the last poll leaves both in their final state (no reload)."""
     project, role = _manager_project(request, slug)
     run = _run_or_404(project, run_id)
-    return render(request, "annotations/judge/_live.html", _run_context(request, project, run))
+    context = _run_context(request, project, run)
+    progress = render_to_string("annotations/judge/_progress.html", context, request=request)
+    items = render_to_string("annotations/judge/_items.html", {**context, "oob": True}, request=request)
+    return HttpResponse(progress + items)
 
 
 @login_required

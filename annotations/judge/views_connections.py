@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -44,6 +46,10 @@ class ConnectionForm(forms.Form):
     clear_key = forms.BooleanField(required=False, label="Forget the stored key")
     price_in = forms.DecimalField(min_value=0, decimal_places=4, initial=0, label="Price per 1M input tokens")
     price_out = forms.DecimalField(min_value=0, decimal_places=4, initial=0, label="Price per 1M output tokens")
+
+
+def _presets_json() -> str:
+    return json.dumps({p.key: {"base_url": p.base_url, "models": list(p.models)} for p in PRESETS})
 
 
 def _project(request, slug):
@@ -99,6 +105,7 @@ def connection_list_page(request, slug):
             "connections": connection_list(project=project),
             "form": form,
             "presets": PRESETS,
+            "presets_json": _presets_json(),
             "nav": "projects",
         },
     )
@@ -138,6 +145,7 @@ def connection_page(request, slug, conn_id):
             "form": form,
             "probe": probe,
             "presets": PRESETS,
+            "presets_json": _presets_json(),
             "n_runs": conn.runs.count(),
             "nav": "projects",
         },

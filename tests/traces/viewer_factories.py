@@ -128,9 +128,7 @@ def bare_trace(project: Project, **fields) -> Trace:
     )
 
 
-def submitted_annotation(
-    trace: Trace, *, state: str = "submitted", rater_name: str = "labeller", kind: str = "human"
-):
+def submitted_annotation(trace: Trace, *, state: str = "submitted", rater_name: str = "labeller", kind: str = "human"):
     """An annotation on the trace (the 'labelled' filter looks for submitted human ones)."""
     from django.contrib.auth import get_user_model
 
