@@ -11,6 +11,7 @@ from annotations.models import (
     JudgeCache,
     JudgeItem,
     JudgeRun,
+    ProviderConnection,
     ModeLabel,
     OpenCode,
     PromptTemplate,
@@ -113,6 +114,16 @@ class JudgeItemAdmin(admin.ModelAdmin):
     list_display = ["id", "run", "trace", "state", "attempts", "cached", "finished_at"]
     list_filter = ["state", "cached"]
     raw_id_fields = ["trace", "annotation"]
+
+
+@admin.register(ProviderConnection)
+class ProviderConnectionAdmin(admin.ModelAdmin):
+    """The key is never shown or edited here (it is write-only: the connection page or API sets it)."""
+
+    list_display = ["name", "project", "preset", "base_url", "key_source", "price_in", "price_out"]
+    list_select_related = ["project"]
+    exclude = ["key_encrypted"]
+    readonly_fields = ["key_hint"]
 
 
 @admin.register(JudgeCache)
