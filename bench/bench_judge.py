@@ -164,19 +164,19 @@ def main() -> None:
         for w in range(args.workers)
     ]
     print(f"{args.workers} worker process(es), -P threads --concurrency={threads} each")
-    # Wait until every worker says it is ready (on a loaded machine that takes tens of seconds),
-    # so the timings below do not include a worker's start-up.
-    from mast_site.celery import app as celery_app
-
-    deadline = time.monotonic() + 180
-    t_ready = time.perf_counter()
-    while len(celery_app.control.ping(timeout=1.0) or []) < args.workers:
-        if time.monotonic() > deadline:
-            sys.exit("the bench workers were not ready after 180 s; see " + str(worker_log))
-    print(f"workers ready after {time.perf_counter() - t_ready:.1f} s")
     ideal = args.traces * args.latency / args.concurrency
     results = []
     try:
+        # Wait until every worker says it is ready (on a loaded machine that takes tens of seconds),
+        # so the timings below do not include a worker's start-up.
+        from mast_site.celery import app as celery_app
+
+        deadline = time.monotonic() + 180
+        t_ready = time.perf_counter()
+        while len(celery_app.control.ping(timeout=1.0) or []) < args.workers:
+            if time.monotonic() > deadline:
+                sys.exit("the bench workers were not ready after 180 s; see " + str(worker_log))
+        print(f"workers ready after {time.perf_counter() - t_ready:.1f} s")
         for label, share, model in (
             ("no faults", 0.0, "bench-model"),
             (f"{args.fail_share:.0%} transient faults", args.fail_share, "bench-model-faults"),
