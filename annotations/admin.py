@@ -16,6 +16,7 @@ from annotations.models import (
     ModeLabel,
     OpenCode,
     PromptTemplate,
+    ProviderConnection,
     Rater,
     Release,
     ReleaseFile,
@@ -115,6 +116,16 @@ class JudgeItemAdmin(admin.ModelAdmin):
     list_display = ["id", "run", "trace", "state", "attempts", "cached", "finished_at"]
     list_filter = ["state", "cached"]
     raw_id_fields = ["trace", "annotation"]
+
+
+@admin.register(ProviderConnection)
+class ProviderConnectionAdmin(admin.ModelAdmin):
+    """The key is never shown or edited here (it is write-only: the connection page or API sets it)."""
+
+    list_display = ["name", "project", "preset", "base_url", "key_source", "price_in", "price_out"]
+    list_select_related = ["project"]
+    exclude = ["key_encrypted"]
+    readonly_fields = ["key_hint"]
 
 
 @admin.register(JudgeCache)

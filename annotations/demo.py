@@ -24,6 +24,7 @@ DEMO_USERS = [
     ("victor", "viewer", "Victor Viewer"),
 ]
 
+
 @dataclass
 class DemoContext:
     project: Project

@@ -283,3 +283,7 @@ MAST_JUDGE_LEASE_SLACK = env.float("MAST_JUDGE_LEASE_SLACK", default=15.0)
 # Which environment variables a judge run may send as its API key, and to which base URLs:
 # "NAME=URL,NAME=URL" (annotations/judge/providers/keys.py). Empty: no run may use a key.
 MAST_JUDGE_API_KEYS = env.str("MAST_JUDGE_API_KEYS", default="")
+# Fernet key(s) that encrypt the API keys stored on judge connections (annotations/judge/secrets.py),
+# comma-separated, newest first (older ones still decrypt: rotation). Empty: derived from SECRET_KEY,
+# so rotating SECRET_KEY then makes stored keys unreadable (the connection page says so).
+MAST_SECRETS_KEYS = env.str("MAST_SECRETS_KEYS", default="")

@@ -9,6 +9,12 @@
 Scripted actions are consumed in order, one per request; when the script is empty the
 ``default`` callable (request body -> action) answers: by default a valid judge answer for the
 codes the prompt asks for. Used by the tests (tests/annotations/conftest.py) and the bench.
+
+``LLMServer(reasoning=True)`` behaves like OpenAI's reasoning models (o1, o3, gpt-5): a request
+with ``max_tokens`` or a non-default ``temperature`` gets the 400 those models send (naming the
+parameter), and answers report ``completion_tokens_details.reasoning_tokens``. ``default_answer``
+answers the MAST authors' ``@@`` format when the prompt is agentdash's (``mast_answer``), JSON
+otherwise. ``require_key`` answers 401 to any other bearer token.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ class Reply:
     delay: float = 0.0
     prompt_tokens: int = 1000
     completion_tokens: int = 200
+    reasoning_tokens: int | None = None  # None: 150 on a reasoning server, absent otherwise
 
 
 @dataclass
@@ -79,14 +86,77 @@ def good_answer(codes: Iterable[str], present: Iterable[str] = (), evidence: int
     )
 
 
+MAST_CODES = ("1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3")
+
+
+def is_mast_prompt(body: dict) -> bool:
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return "@@" in text and "*** begin of things you should answer ***" in text
+
+
+def mast_answer(present: Iterable[str] = ("1.3",), omit: Iterable[str] = (), success: bool = False) -> str:
+    """An answer in the MAST authors' format (between @@ marks), leaving out the codes in `omit`."""
+    present, omit = set(present), set(omit)
+    lines = [
+        "@@",
+        "A. The agents repeated a step and nobody checked the result.",
+        f"B. {'yes' if success else 'no'}",
+        "C.",
+    ]
+    lines += [f"{c} {'yes' if c in present else 'no'}" for c in MAST_CODES if c not in omit]
+    return "\n".join([*lines, "@@"])
+
+
 def default_answer(body: dict) -> Action:
+    if is_mast_prompt(body):
+        return Reply(mast_answer())
     codes = codes_of(body)
     return Reply(good_answer(codes, present=codes[:1]))
 
 
+def reasoning_refusal(body: dict) -> Status | None:
+    """The 400 an o1/o3/gpt-5 model sends for max_tokens or a non-default temperature (None: accepted)."""
+    if "max_tokens" in body:
+        return Status(
+            400,
+            {
+                "error": {
+                    "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                    "Use 'max_completion_tokens' instead.",
+                    "type": "invalid_request_error",
+                    "param": "max_tokens",
+                    "code": "unsupported_parameter",
+                }
+            },
+        )
+    if "temperature" in body and body["temperature"] != 1:
+        return Status(
+            400,
+            {
+                "error": {
+                    "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                    "model. Only the default (1) value is supported.",
+                    "type": "invalid_request_error",
+                    "param": "temperature",
+                    "code": "unsupported_value",
+                }
+            },
+        )
+    return None
+
+
+def _reasoning_usage(reasoning: bool, action: Reply) -> dict:
+    n = action.reasoning_tokens if action.reasoning_tokens is not None else (150 if reasoning else None)
+    return {} if n is None else {"completion_tokens_details": {"reasoning_tokens": n}}
+
+
 class LLMServer:
-    def __init__(self, default: Callable[[dict], Action] = default_answer):
+    def __init__(
+        self, default: Callable[[dict], Action] = default_answer, *, reasoning: bool = False, require_key: str = ""
+    ):
         self.default = default
+        self.reasoning = reasoning
+        self.require_key = require_key
         self.script: deque[Action] = deque()
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
@@ -108,6 +178,12 @@ class LLMServer:
             self.requests.append(body)
             self.headers.append(headers or {})
             self.times.append(time.monotonic())
+            if self.require_key and (headers or {}).get("authorization") != f"Bearer {self.require_key}":
+                return Status(401, {"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}})
+            if self.reasoning:
+                refusal = reasoning_refusal(body)
+                if refusal is not None:
+                    return refusal
             if self.script:
                 return self.script.popleft()
         return self.default(body)
@@ -184,6 +260,7 @@ class LLMServer:
                             "prompt_tokens": action.prompt_tokens,
                             "completion_tokens": action.completion_tokens,
                             "total_tokens": action.prompt_tokens + action.completion_tokens,
+                            **_reasoning_usage(server.reasoning, action),
                         },
                     },
                 )

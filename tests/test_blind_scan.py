@@ -45,16 +45,18 @@ def world(project, manager, annotator, annotator2):
     # one is labelled again in an open round (a calibration re-run).
     closed_round(project, project.taxonomy_version, {blind: {"1.1"}, outside: {"2.1"}}, name="Earlier round")
     rnd = make_round(project, traces=[blind], annotators=[annotator, annotator2])
-    ann = annotation_get_or_create(
-        trace=blind, user=annotator2, taxonomy_version=project.taxonomy_version, round=rnd
-    )
+    ann = annotation_get_or_create(trace=blind, user=annotator2, taxonomy_version=project.taxonomy_version, round=rnd)
     ann = annotation_save(
         annotation=ann,
         by=annotator2,
         base_revision=ann.revision,
         labels=[
-            {"code": m.code, "decision": "present" if m.code == "2.1" else "absent", "evidence": [],
-             "rationale": "ZQXANN2RATIONALE" if m.code == "2.1" else ""}
+            {
+                "code": m.code,
+                "decision": "present" if m.code == "2.1" else "absent",
+                "evidence": [],
+                "rationale": "ZQXANN2RATIONALE" if m.code == "2.1" else "",
+            }
             for m in project.taxonomy_version.modes.all()
         ],
         task_success="no",
@@ -68,14 +70,20 @@ def world(project, manager, annotator, annotator2):
         trace=blind, rater=judge, taxonomy_version=project.taxonomy_version, state="submitted"
     )
     ModeLabel.objects.create(
-        annotation=jann, mode=project.taxonomy_version.modes.get(code="1.1"), decision="present",
+        annotation=jann,
+        mode=project.taxonomy_version.modes.get(code="1.1"),
+        decision="present",
         rationale="ZQXJUDGERATIONALE",
     )
     Attribution.objects.create(annotation=jann, decisive_step=2, agent="Coder", reason="ZQXJUDGEATTRIBUTION")
     release_policy_set(project=project, by=manager, members_may_download=True)
     release = release_create(
-        project=project, by=manager, selection=Release.Selection.FILTER, filters={"mas_name": [blind.mas_name]},
-        options={"raters": True, "judge": True, "evidence": True, "trace_text": True}, enqueue=False,
+        project=project,
+        by=manager,
+        selection=Release.Selection.FILTER,
+        filters={"mas_name": [blind.mas_name]},
+        options={"raters": True, "judge": True, "evidence": True, "trace_text": True},
+        enqueue=False,
     )
     release = release_build(release_id=release.pk)
     assert release.status == Release.Status.DONE and release.n_traces >= 1, release.error

@@ -1,6 +1,8 @@
 from django.urls import path
 
 from annotations.judge import api as judge
+from annotations.judge import api_compare as compare
+from annotations.judge import api_connections as conns
 
 urlpatterns = [
     path("projects/<slug:slug>/judge-runs/", judge.JudgeRunListApi.as_view(), name="api-judge-runs"),
@@ -25,5 +27,18 @@ urlpatterns = [
         judge.JudgeQualityApi.as_view(),
         name="api-judge-run-quality",
     ),
+    path("projects/<slug:slug>/judge-connections/", conns.ConnectionListApi.as_view(), name="api-judge-connections"),
+    path(
+        "projects/<slug:slug>/judge-connections/<int:conn_id>/",
+        conns.ConnectionDetailApi.as_view(),
+        name="api-judge-connection",
+    ),
+    path(
+        "projects/<slug:slug>/judge-connections/<int:conn_id>/test/",
+        conns.ConnectionTestApi.as_view(),
+        name="api-judge-connection-test",
+    ),
+    path("projects/<slug:slug>/judge-comparison/", compare.JudgeComparisonApi.as_view(), name="api-judge-comparison"),
+    path("projects/<slug:slug>/imported-raters/", compare.ImportedRaterListApi.as_view(), name="api-imported-raters"),
     path("projects/<slug:slug>/judge-prompts/", judge.PromptListApi.as_view(), name="api-judge-prompts"),
 ]

@@ -50,12 +50,12 @@ def baseline_training_data(
                     y[i, col[code]] = v
         return ids, y
 
+    agreed_rows: dict[int, dict[str, int]] = {}
     if source in ("auto", "agreed"):
-        rows: dict[int, dict[str, int]] = {}
         for a in agreed_labels(project=project, taxonomy_version=version):
-            rows.setdefault(a.trace_id, {})[a.mode_code] = int(a.decision == "present")
-        if len(rows) >= BASELINE_MIN_TRACES or (source == "agreed" and rows):
-            ids, y = matrix(rows)
+            agreed_rows.setdefault(a.trace_id, {})[a.mode_code] = int(a.decision == "present")
+        if len(agreed_rows) >= BASELINE_MIN_TRACES or (source == "agreed" and agreed_rows):
+            ids, y = matrix(agreed_rows)
             return f"agreed labels of {project.slug}", ids, y, codes
         if source == "agreed":
             raise ValidationError("The project has no agreed labels (closed rounds) to train the baseline on.")
@@ -64,7 +64,8 @@ def baseline_training_data(
         if rater is None:
             raise ValidationError(f"No rater {source}.")
     else:
-        # The non-human (imported) rater with the most submitted annotations in the project.
+        # Fewer than BASELINE_MIN_TRACES agreed traces: the imported rater with the most labelled
+        # traces in the project, unless the agreed labels cover at least as many traces.
         rater = (
             Rater.objects.filter(
                 kind=Rater.Kind.IMPORTED,
@@ -72,10 +73,13 @@ def baseline_training_data(
                 annotations__state="submitted",
                 annotations__taxonomy_version=version,
             )
-            .annotate(n=Count("annotations"))
+            .annotate(n=Count("annotations__trace", distinct=True))
             .order_by("-n", "name")
             .first()
         )
+        if agreed_rows and (rater is None or rater.n <= len(agreed_rows)):
+            ids, y = matrix(agreed_rows)
+            return f"agreed labels of {project.slug}", ids, y, codes
         if rater is None:
             raise ValidationError(
                 "Nothing to train the baseline on: no agreed labels (closed rounds) and no imported rater's labels."

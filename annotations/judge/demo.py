@@ -1,20 +1,34 @@
-"""Demo data for the LLM judge: a finished baseline run over the demo project (no API key needed).
+"""Demo data for the LLM judge: the baseline, a scripted "LLM" through a connection (the project's
+prompt and the MAST official judge), an imported rater, ready for the comparison page.
 
-Runs synchronously inside `seed_demo` (the demo worker starts after seeding): the run is created
+Runs synchronously inside `seed_demo` (the demo worker starts after seeding): each run is created
 and processed in this process through the same services a worker would call, with the INLINE
-dispatcher (annotations/judge/dispatch.py), so nothing is sent to Celery. The baseline is
-trained on the project's agreed labels when there are enough, else on the MAST-Data judge labels
-imported with the demo traces. Idempotent: an existing finished baseline run is kept.
+dispatcher (annotations/judge/dispatch.py), so nothing is sent to Celery. The "LLM" is
+``demo_llm.py``, a scripted chat-completions server on 127.0.0.1 that lives only while seeding
+(it is not a model; its connection is named so). Idempotent: finished runs and the imported
+rater are kept.
 """
 
 from __future__ import annotations
 
+import json
+import random
+
 from django.core.exceptions import ValidationError
 
+from annotations.judge import demo_llm
+from annotations.judge.connections import connection_save
 from annotations.judge.dispatch import INLINE
+from annotations.judge.imported import rater_import
+from annotations.judge.inline import judge_run_drive_inline
 from annotations.judge.prompts import prompt_template_active
 from annotations.judge.runs import judge_run_create, judge_run_start
-from annotations.models import JudgeRun
+from annotations.models import JudgeRun, ProviderConnection, Rater
+from annotations.rounds.agreed import agreed_labels
+
+CONNECTION = "Demo scripted LLM (not a model)"
+IMPORTED = "Lab B labels (demo, synthetic)"
+DEMO_KEY = "demo-key-not-a-secret-0000"  # the demo server ignores it; shows the stored-key path
 
 
 def seed(ctx) -> None:
@@ -23,6 +37,17 @@ def seed(ctx) -> None:
         ctx.say("LLM judge: skipped (no taxonomy version or no traces)")
         return
     prompt_template_active(taxonomy_version=project.taxonomy_version, by=ctx.users["manager"])
+    _baseline(ctx)
+    _scripted_llm(ctx)
+    _imported(ctx)
+    keys = [f"run:{r.pk}" for r in JudgeRun.objects.filter(project=project, state="done", rater__isnull=False)]
+    keys += [f"rater:{r.pk}" for r in Rater.objects.filter(name=IMPORTED)]
+    query = "&".join(f"s={k}" for k in keys)
+    ctx.say(f"LLM judge: compare them at /p/{project.slug}/judge/compare/?{query} (with corrected prevalences)")
+
+
+def _baseline(ctx) -> None:
+    project = ctx.project
     done = JudgeRun.objects.filter(project=project, provider=JudgeRun.Provider.BASELINE, state="done").first()
     if done:
         ctx.say(f"LLM judge: baseline run #{done.pk} already there ({done.n_done} traces)")
@@ -34,5 +59,75 @@ def seed(ctx) -> None:
         ctx.say(f"LLM judge: no baseline run ({'; '.join(exc.messages)})")
         return
     run.refresh_from_db()
-    trained = run.baseline_info.get("trained_on", "?")
-    ctx.say(f"LLM judge: baseline run #{run.pk} {run.state}: {run.n_done} traces labelled (trained on {trained})")
+    info = run.baseline_info
+    ctx.say(
+        f"LLM judge: baseline run #{run.pk} {run.state}: {run.n_done} traces labelled "
+        f"(trained on {info.get('trained_on', '?')}: {info.get('n_train', 0)} traces)"
+    )
+
+
+def _scripted_llm(ctx) -> None:
+    project, manager = ctx.project, ctx.users["manager"]
+    wanted = [
+        p
+        for p in ("openai", "mast")
+        if not JudgeRun.objects.filter(project=project, provider=p, state="done", connection__name=CONNECTION).exists()
+    ]
+    if not wanted:
+        ctx.say("LLM judge: scripted-LLM runs already there")
+        return
+    with demo_llm.serve() as url:
+        existing = ProviderConnection.objects.filter(project=project, name=CONNECTION).first()
+        conn = connection_save(
+            project=project,
+            by=manager,
+            name=CONNECTION,
+            base_url=url,
+            models=["demo-reasoner"],
+            api_key=DEMO_KEY,
+            price_in="1.10",
+            price_out="4.40",
+            connection=existing,
+        )
+        for provider in wanted:
+            run = judge_run_create(
+                project=project,
+                by=manager,
+                provider=provider,
+                connection=conn,
+                model="demo-reasoner",
+                concurrency=4,
+                timeout=10,
+                start=False,
+            )
+            judge_run_drive_inline(run_id=run.pk, threads=1)
+            run.refresh_from_db()
+            ctx.say(
+                f"LLM judge: scripted-LLM run #{run.pk} ({run.get_provider_display()}) {run.state}: "
+                f"{run.n_done} traces, {run.tokens_in + run.tokens_out:,} tokens "
+                f"({run.tokens_reasoning:,} reasoning), cost {run.cost:.4f}; "
+                f"left out after a 400: {', '.join(run.dropped_params) or 'nothing'}"
+            )
+
+
+def _imported(ctx) -> None:
+    """A second lab's labels: the agreed labels with a fixed share flipped, as a JSONL file."""
+    project = ctx.project
+    if Rater.objects.filter(name=IMPORTED, annotations__trace__project=project).exists():
+        ctx.say(f"LLM judge: imported rater “{IMPORTED}” already there")
+        return
+    by_trace: dict[int, dict[str, bool]] = {}
+    for a in agreed_labels(project=project, taxonomy_version=project.taxonomy_version):
+        by_trace.setdefault(a.trace_id, {})[a.mode_code] = a.decision == "present"
+    if not by_trace:
+        ctx.say("LLM judge: no imported rater (no agreed labels to start from)")
+        return
+    hashes = dict(project.traces.filter(pk__in=list(by_trace)).values_list("pk", "content_hash"))
+    rng = random.Random(14)
+    rows = [
+        {"content_hash": hashes[t], "modes": {c: (v if rng.random() > 0.15 else not v) for c, v in modes.items()}}
+        for t, modes in sorted(by_trace.items())
+    ]
+    text = "\n".join(json.dumps(r) for r in rows)
+    result = rater_import(project=project, by=ctx.users["manager"], name=IMPORTED, text=text, filename="lab-b.jsonl")
+    ctx.say(f"LLM judge: imported rater “{IMPORTED}”: {result.n_labels} labels on {result.n_traces} traces")

@@ -35,6 +35,7 @@ rather than a process-wide switch, so no other thread or caller can change where
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from decimal import Decimal
@@ -89,6 +90,34 @@ class CeleryDispatcher(Dispatcher):
 
 class InlineDispatcher(Dispatcher):
     """Sends nothing: the caller drives the run in its own process (its loop finds claimed items)."""
+
+
+class ChainDispatcher(CeleryDispatcher):
+    """Keeps the first item handed out for the calling task to process next, in the same thread.
+
+    Every finished trace claims exactly one successor (``claim_next``). Sending it as a new Celery
+    task costs a publish, a consume and an ack (milliseconds of the worker's CPU) and up to one
+    event-loop tick of the threads pool before a thread picks it up (``mast_site/celery.py``); the
+    ``prelabel_trace`` task instead loops on its successor while it has one, for up to
+    ``seconds`` (then the successor goes through Celery, so a long run still spreads over workers
+    that join later and no message stays unacknowledged near the broker's visibility timeout).
+    Crash safety is unchanged: a kept item is claimed (running, leased) in the database like a sent
+    one, and the sweep claims it again when its lease expires."""
+
+    def __init__(self, *, seconds: float = 60.0):
+        self._deadline = time.monotonic() + seconds
+        self.next: tuple[int, int] | None = None
+
+    def items(self, pairs: Sequence[tuple[int, int]]) -> None:
+        pairs = list(pairs)
+        if pairs and self.next is None and time.monotonic() < self._deadline:
+            self.next = pairs.pop(0)
+        if pairs:
+            super().items(pairs)
+
+    def take(self) -> tuple[int, int] | None:
+        pair, self.next = self.next, None
+        return pair
 
 
 CELERY: Dispatcher = CeleryDispatcher()
@@ -171,7 +200,11 @@ def _finish(run: JudgeRun) -> None:
 
 
 def run_stop(*, run_id: int, message: str) -> None:
-    """A queued or running run fails with `message` (a permanent fault, an untrainable baseline)."""
+    """A queued or running run fails with `message` (a permanent fault, an untrainable baseline).
+
+    Its claimed items go back to pending at once, so a stopped run shows no item "running": the
+    tasks already queued for them find them pending and exit, and a result being written right
+    now (its item row locked, hence SKIP LOCKED) still lands as done."""
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
         if run.state in (JudgeRun.State.RUNNING, JudgeRun.State.QUEUED):
@@ -179,6 +212,12 @@ def run_stop(*, run_id: int, message: str) -> None:
             run.error = message[:2000]
             run.finished_at = timezone.now()
             run.save(update_fields=["state", "error", "finished_at", "updated_at"])
+            held = list(
+                JudgeItem.objects.select_for_update(skip_locked=True)
+                .filter(run=run, state=JudgeItem.State.RUNNING)
+                .values_list("id", flat=True)
+            )
+            JudgeItem.objects.filter(pk__in=held).update(state=JudgeItem.State.PENDING, lease_until=None)
 
 
 def judge_sweep(*, now=None, dispatcher: Dispatcher = CELERY) -> float | None:

@@ -23,7 +23,7 @@ from annotations.judge.providers import PROVIDERS, provider_get
 from annotations.judge.providers.base import RunConfig
 from annotations.judge.selectors import trace_steps
 from annotations.judge.worker import allowed_keys, max_chars, rater_for
-from annotations.models import Annotation, JudgeItem, JudgeRun, Rater, Round, RoundTrace
+from annotations.models import Annotation, JudgeItem, JudgeRun, ProviderConnection, Rater, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.models import Project, Trace
@@ -31,6 +31,39 @@ from traces.models import Project, Trace
 MAX_CONCURRENCY = 64
 FEW_SHOT_N = 3
 FEW_SHOT_CHARS = 3000
+# The estimate before a run starts: ~4 characters per token; the prompt's definitions and answer
+# format add about PROMPT_OVERHEAD_CHARS; a JSON answer over 14 modes is about ANSWER_TOKENS.
+CHARS_PER_TOKEN = 4
+PROMPT_OVERHEAD_CHARS = 9000
+ANSWER_TOKENS = 700
+
+
+def judge_run_estimate(
+    *, trace_ids: list[int], max_chars: int, max_tokens: int, price_in: Decimal, price_out: Decimal
+) -> dict[str, Any]:
+    """Tokens and cost a run will use, from the traces' sizes (each cut at the run's budget).
+
+    Typical output is ANSWER_TOKENS per trace; reasoning models also spend reasoning tokens
+    (billed as output) that no size predicts, so ``cost_high`` counts max_tokens per trace."""
+    sizes = Trace.objects.filter(pk__in=trace_ids).values_list("n_chars", flat=True)
+    chars = sum(min(int(n or 0), max_chars) + PROMPT_OVERHEAD_CHARS for n in sizes)
+    tokens_in = chars // CHARS_PER_TOKEN
+    n = len(trace_ids)
+    out_typ, out_high = n * min(ANSWER_TOKENS, max_tokens), n * max_tokens
+    million = Decimal(1_000_000)
+
+    def cost(tout: int) -> str:
+        return f"{(Decimal(tokens_in) * price_in + Decimal(tout) * price_out) / million:.4f}"
+
+    return {
+        "traces": n,
+        "chars": chars,
+        "tokens_in": tokens_in,
+        "tokens_out": out_typ,
+        "tokens_out_high": out_high,
+        "cost": cost(out_typ),
+        "cost_high": cost(out_high),
+    }
 
 
 def judge_trace_ids(
@@ -119,24 +152,46 @@ def judge_run_create(
     concurrency: int = 4,
     budget_tokens: int | None = None,
     budget_cost: Decimal | float | None = None,
-    price_in: Decimal | float = 0,
-    price_out: Decimal | float = 0,
+    price_in: Decimal | float | None = None,
+    price_out: Decimal | float | None = None,
     few_shot: bool = False,
     baseline_source: str = "auto",
+    connection: ProviderConnection | None = None,
+    taxonomy_version: TaxonomyVersion | None = None,
     start: bool = True,
     dispatcher: Dispatcher = CELERY,
 ) -> JudgeRun:
-    """Create a run over a frozen list of traces and queue it (after commit)."""
-    version = project.taxonomy_version
+    """Create a run over a frozen list of traces and queue it (after commit).
+
+    ``connection`` (one of the project's) gives the base URL, the key and the prices (prices
+    given here override its); ``taxonomy_version`` is any published version (default: the
+    project's). The run's estimate (``judge_run_estimate``) is stored with it."""
+    # TODO(after merge with branch loop): default to the project's working version instead.
+    version = taxonomy_version or project.taxonomy_version
     if version is None:
         raise ValidationError("The project has no taxonomy version; set one before running a judge.")
     errors: dict[str, str] = {}
+    if taxonomy_version is not None and not taxonomy_version.is_published:
+        errors["taxonomy_version"] = f"{taxonomy_version.label} is a draft; a judge runs on a published version"
+    if connection is not None:
+        if connection.project_id != project.pk:
+            errors["connection"] = "not a connection of this project"
+        if api_key_env:
+            errors["api_key_env"] = "a run with a connection takes the connection's key; leave this empty"
+        base_url = connection.base_url
+        price_in = connection.price_in if price_in in (None, "") else price_in
+        price_out = connection.price_out if price_out in (None, "") else price_out
     chosen = PROVIDERS.get(provider)
     if chosen is None:
         errors["provider"] = f"{provider!r}: expected {' or '.join(PROVIDERS)}"
     else:
         config = RunConfig(base_url=base_url, model=model, api_key_env=api_key_env, baseline_source=baseline_source)
         errors.update(chosen.validate(config, allowed_keys=allowed_keys()))
+        if chosen.name == JudgeRun.Provider.MAST:
+            from annotations.judge.providers.mast_official import MAST_CODES
+
+            if not set(MAST_CODES) & {m.code for m in version_modes(version=version)}:
+                errors["taxonomy_version"] = f"{version.label} has none of the codes 1.1-3.3 the MAST prompt asks"
     if not 1 <= int(concurrency) <= MAX_CONCURRENCY:
         errors["concurrency"] = f"between 1 and {MAX_CONCURRENCY}"
     if not 0 <= float(temperature) <= 2:
@@ -149,10 +204,12 @@ def judge_run_create(
     if not ids:
         raise ValidationError({"traces": "the selection holds no trace"})
     with transaction.atomic():
-        # A per-trace provider is prompted; a whole-run one (the baseline) trains on labels instead.
-        prompt = prompt_template_active(taxonomy_version=version, by=by) if chosen.per_trace else None
+        # A per-trace provider is prompted (by the project's prompt, or its own); a whole-run one
+        # (the baseline) trains on labels instead.
+        own_prompt = chosen.per_trace and chosen.uses_project_prompt
+        prompt = prompt_template_active(taxonomy_version=version, by=by) if own_prompt else None
         extras: dict[str, Any] = {"max_chars": max_chars()}
-        if chosen.per_trace and few_shot:
+        if own_prompt and few_shot:
             extras["few_shot"] = _few_shot(project, version)
         if not chosen.per_trace:
             selection["baseline_source"] = baseline_source
@@ -175,17 +232,26 @@ def judge_run_create(
             budget_cost=Decimal(str(budget_cost)) if budget_cost not in (None, "") else None,
             price_in=Decimal(str(price_in or 0)),
             price_out=Decimal(str(price_out or 0)),
+            connection=connection,
             prompt_extras=extras,
             n_total=len(ids),
             created_by=by,
         )
-        if prompt is not None:
+        if chosen.per_trace:
+            run.estimate = judge_run_estimate(
+                trace_ids=ids,
+                max_chars=extras["max_chars"],
+                max_tokens=run.max_tokens,
+                price_in=run.price_in,
+                price_out=run.price_out,
+            )
+            what = f"prompt v{prompt.number}" if prompt is not None else chosen.prompt_identity
             run.rater = rater_for(
                 kind=chosen.rater_kind,
-                name=chosen.rater_name(model=run.model, prompt_number=prompt.number),
-                description=f"LLM judge {run.model} with prompt v{prompt.number} of {version.label}",
+                name=chosen.rater_name(model=run.model, prompt_number=prompt.number if prompt else None),
+                description=f"LLM judge {run.model} with {what} on {version.label}",
             )
-            run.save(update_fields=["rater"])
+            run.save(update_fields=["rater", "estimate"])
         JudgeItem.objects.bulk_create([JudgeItem(run=run, trace_id=t) for t in ids], batch_size=2000)
         if start:
             transaction.on_commit(lambda: dispatcher.start(run.pk))

@@ -65,9 +65,12 @@ class Progress:
     elapsed_seconds: int | None
     tokens_in: int
     tokens_out: int
+    tokens_reasoning: int
     cost: str
     error: str
     active: bool
+    estimate: dict
+    budget_used: int | None  # percent of the tighter budget used (None: no budget)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -100,10 +103,22 @@ def judge_run_progress(*, run: JudgeRun) -> Progress:
         elapsed_seconds=elapsed,
         tokens_in=run.tokens_in,
         tokens_out=run.tokens_out,
+        tokens_reasoning=run.tokens_reasoning,
         cost=f"{run.cost:.4f}",
         error=run.error,
         active=run.is_active,
+        estimate=run.estimate or {},
+        budget_used=_budget_used(run),
     )
+
+
+def _budget_used(run: JudgeRun) -> int | None:
+    shares = []
+    if run.budget_tokens:
+        shares.append(100 * (run.tokens_in + run.tokens_out) / run.budget_tokens)
+    if run.budget_cost:
+        shares.append(float(100 * run.cost / run.budget_cost))
+    return int(max(shares)) if shares else None
 
 
 def judge_items(*, run: JudgeRun, state: str | None = None, truncated: bool | None = None) -> QuerySet[JudgeItem]:
@@ -133,13 +148,9 @@ def binary_scores(pairs: list[tuple[int, int]]) -> dict[str, Any]:
     n = len(pairs)
     precision = _ratio(tp, tp + fp, "the judge never said present")
     recall = _ratio(tp, tp + fn, "the humans never said present")
-    if precision["value"] is None or recall["value"] is None:
-        f1 = {"value": None, "undefined": precision["undefined"] or recall["undefined"]}
-    elif precision["value"] + recall["value"] == 0:
-        f1 = {"value": 0.0, "undefined": None}
-    else:
-        p, r = precision["value"], recall["value"]
-        f1 = {"value": 2 * p * r / (p + r), "undefined": None}
+    # F1 = 2TP / (2TP + FP + FN): 0 when TP = 0 and either side said present (a judge that never
+    # finds what the humans found is the worst, not undefined); undefined only when nobody said present.
+    f1 = _ratio(2 * tp, 2 * tp + fp + fn, "neither the humans nor the judge said present")
     if n:
         kappa = cohen_kappa([h for h, _ in pairs], [j for _, j in pairs])
     else:

@@ -2,7 +2,8 @@
 
 from rest_framework import serializers
 
-from annotations.models import JudgeItem, JudgeRun, PromptTemplate
+from annotations.models import JudgeItem, JudgeRun, PromptTemplate, ProviderConnection
+from taxonomy.models import TaxonomyVersion
 
 
 class JudgeRunOut(serializers.ModelSerializer):
@@ -46,7 +47,12 @@ class JudgeRunOut(serializers.ModelSerializer):
             "percent",
             "tokens_in",
             "tokens_out",
+            "tokens_reasoning",
             "cost",
+            "estimate",
+            "dropped_params",
+            "connection",
+            "taxonomy_version",
             "baseline_info",
             "created_by",
             "created_at",
@@ -57,6 +63,20 @@ class JudgeRunOut(serializers.ModelSerializer):
 
 class JudgeRunIn(serializers.Serializer):
     provider = serializers.ChoiceField(choices=JudgeRun.Provider.choices)
+    connection = serializers.PrimaryKeyRelatedField(
+        queryset=ProviderConnection.objects.all(),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="A connection of the project (base URL, key and prices); base_url and api_key_env stay empty.",
+    )
+    taxonomy_version = serializers.PrimaryKeyRelatedField(
+        queryset=TaxonomyVersion.objects.filter(status=TaxonomyVersion.Status.PUBLISHED),
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Any published taxonomy version (default: the project's).",
+    )
     base_url = serializers.CharField(required=False, allow_blank=True, default="")
     model = serializers.CharField(required=False, allow_blank=True, default="")
     api_key_env = serializers.CharField(
@@ -78,8 +98,22 @@ class JudgeRunIn(serializers.Serializer):
     budget_cost = serializers.DecimalField(
         required=False, allow_null=True, default=None, max_digits=12, decimal_places=4
     )
-    price_in = serializers.DecimalField(required=False, default=0, max_digits=10, decimal_places=4)
-    price_out = serializers.DecimalField(required=False, default=0, max_digits=10, decimal_places=4)
+    price_in = serializers.DecimalField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_digits=10,
+        decimal_places=4,
+        help_text="Default: the connection's, else 0",
+    )
+    price_out = serializers.DecimalField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_digits=10,
+        decimal_places=4,
+        help_text="Default: the connection's, else 0",
+    )
     few_shot = serializers.BooleanField(required=False, default=False)
     baseline_source = serializers.CharField(
         required=False, default="auto", help_text="Baseline only: auto, agreed or rater:<id>."
@@ -101,6 +135,7 @@ class JudgeProgressOut(serializers.Serializer):
     elapsed_seconds = serializers.IntegerField(allow_null=True)
     tokens_in = serializers.IntegerField()
     tokens_out = serializers.IntegerField()
+    tokens_reasoning = serializers.IntegerField()
     cost = serializers.CharField()
     error = serializers.CharField()
     active = serializers.BooleanField()
@@ -134,6 +169,7 @@ class JudgeItemOut(serializers.ModelSerializer):
             "parsed",
             "tokens_in",
             "tokens_out",
+            "tokens_reasoning",
             "latency_ms",
             "cost",
             "cached",

@@ -13,6 +13,7 @@ single writer, so it needs none. Values are passed as parameters, adapted the wa
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from decimal import Decimal
 
@@ -20,16 +21,18 @@ from django.db import connection
 
 from annotations.labels.bulk import sql_fetchone as _fetchone
 from annotations.labels.bulk import sql_for_update as _for_update
-from annotations.models import JudgeCache, JudgeItem, JudgeRun
+from annotations.models import JudgeCache, JudgeItem, JudgeRun, ProviderConnection
 from traces.models import Trace
 
-ITEM, RUN, TRACE, CACHE = (m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache))
+ITEM, RUN, TRACE, CACHE, CONN = (m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache, ProviderConnection))
 
 
 LOAD_ITEM = (
     "SELECT i.state, i.claim, i.run_id, i.trace_id, t.content_hash,"  # noqa: S608 - table names from the models
-    " r.state, r.json_mode, r.tokens_in, r.tokens_out, r.cost"
+    " r.state, r.json_mode, r.tokens_in, r.tokens_out, r.cost, r.dropped_params,"
+    " c.key_encrypted, c.key_env, c.base_url"
     f" FROM {ITEM} i JOIN {RUN} r ON r.id = i.run_id JOIN {TRACE} t ON t.id = i.trace_id"
+    f" LEFT JOIN {CONN} c ON c.id = r.connection_id"
     " WHERE i.id = %s"
 )
 
@@ -39,8 +42,13 @@ def load_item(item_id: int) -> dict | None:
     row = _fetchone(LOAD_ITEM, [item_id])
     if row is None:
         return None
-    state, claim, run_id, trace_id, content_hash, run_state, json_mode, tokens_in, tokens_out, cost = row
+    state, claim, run_id, trace_id, content_hash, run_state, json_mode, tokens_in, tokens_out, cost = row[:10]
+    dropped, key_encrypted, key_env, conn_url = row[10:]
+    if isinstance(dropped, str):  # SQLite returns JSON as text
+        dropped = json.loads(dropped)
     return {
+        "dropped_params": list(dropped or []),
+        "connection_key": (key_encrypted or "", key_env or "", conn_url),
         "state": state,
         "claim": claim,
         "run_id": run_id,

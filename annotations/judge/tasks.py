@@ -15,7 +15,7 @@ from __future__ import annotations
 from celery import shared_task
 from celery.signals import worker_ready
 
-from annotations.judge.dispatch import judge_sweep
+from annotations.judge.dispatch import ChainDispatcher, judge_sweep
 from annotations.judge.runs import judge_run_start
 from annotations.judge.worker import judge_item_process
 
@@ -27,7 +27,12 @@ def judge_run_start_task(run_id: int) -> None:
 
 @shared_task(name="annotations.prelabel_trace", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def prelabel_trace(item_id: int, claim: int | None = None) -> str:
-    return judge_item_process(item_id=item_id, claim=claim)
+    """Label the item, then each successor it claimed, in this thread (``dispatch.ChainDispatcher``)."""
+    chain = ChainDispatcher()
+    outcome = judge_item_process(item_id=item_id, claim=claim, dispatcher=chain)
+    while (pair := chain.take()) is not None:
+        outcome = judge_item_process(item_id=pair[0], claim=pair[1], dispatcher=chain)
+    return outcome
 
 
 @shared_task(name="annotations.judge_sweep", acks_late=True, ignore_result=True)

@@ -1,11 +1,22 @@
 from django.urls import path
 
 from annotations.judge import views as judge
+from annotations.judge import views_compare as compare
+from annotations.judge import views_connections as conns
 
 urlpatterns = [
     path("p/<slug:slug>/judge/", judge.judge_list, name="judge_list"),
     path("p/<slug:slug>/judge/new/", judge.judge_run_new, name="judge_run_new"),
     path("p/<slug:slug>/judge/prompt/", judge.judge_prompt_page, name="judge_prompt"),
+    path("p/<slug:slug>/judge/compare/", compare.judge_compare_page, name="judge_compare"),
+    path("p/<slug:slug>/judge/imports/", compare.judge_imports_page, name="judge_imports"),
+    path("p/<slug:slug>/judge/connections/", conns.connection_list_page, name="judge_connections"),
+    path("p/<slug:slug>/judge/connections/<int:conn_id>/", conns.connection_page, name="judge_connection"),
+    path(
+        "p/<slug:slug>/judge/connections/<int:conn_id>/delete/",
+        conns.connection_delete_page,
+        name="judge_connection_delete",
+    ),
     path("p/<slug:slug>/judge/runs/<int:run_id>/", judge.judge_run_page, name="judge_run"),
     path("p/<slug:slug>/judge/runs/<int:run_id>/progress/", judge.judge_run_progress_fragment, name="judge_progress"),
     path("p/<slug:slug>/judge/runs/<int:run_id>/quality/", judge.judge_quality_page, name="judge_quality"),

@@ -7,12 +7,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.judge.attribution import judge_attribution_quality
+from annotations.judge.connections import connection_list
 from annotations.judge.prompting import PLACEHOLDERS
 from annotations.judge.prompts import prompt_template_active, prompt_template_save
 from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume
@@ -25,6 +27,7 @@ from annotations.judge.selectors import (
     prompt_versions,
 )
 from annotations.models import JudgeItem, JudgeRun, Round
+from taxonomy.models import TaxonomyVersion
 from traces.projects.selectors import project_get_for_user
 
 
@@ -43,23 +46,30 @@ class RunForm(forms.Form):
     provider = forms.ChoiceField(
         choices=[
             ("baseline", "Baseline classifier (no API key; TF-IDF + logistic regression)"),
-            ("openai", "LLM: OpenAI-compatible chat completions"),
+            ("openai", "LLM with the project's prompt (JSON answers, evidence steps)"),
+            ("mast", "MAST official judge: the MAST authors' prompt and parser (agentdash), @@ answers"),
         ],
         widget=forms.RadioSelect,
         initial="openai",
     )
+    connection = forms.ChoiceField(
+        required=False,
+        label="Connection",
+        help_text="A server of the project's Connections page (its key and prices), or none to give a URL here.",
+    )
+    taxonomy_version = forms.ChoiceField(
+        required=False, label="Taxonomy version", help_text="Any published version; empty: the project's."
+    )
     base_url = forms.CharField(
         required=False,
         label="Base URL",
-        initial="https://api.openai.com/v1",
-        help_text="Any OpenAI-compatible server: OpenAI, vLLM, Ollama, LiteLLM…",
+        help_text="Any OpenAI-compatible server: vLLM, Ollama, LiteLLM, OpenAI…",
     )
-    model = forms.CharField(required=False, initial="gpt-4o-mini")
+    model = forms.CharField(required=False, help_text="e.g. o1, gpt-4o-mini, llama3.1")
     api_key_env = forms.CharField(
         required=False,
-        initial="OPENAI_API_KEY",
         label="API key environment variable",
-        help_text="The NAME of the variable holding the key on the worker; the key itself is never stored.",
+        help_text="The NAME of a variable listed in MAST_JUDGE_API_KEYS; the key itself is never stored.",
     )
     traces = forms.ChoiceField(label="Traces")
     concurrency = forms.IntegerField(min_value=1, max_value=64, initial=8, help_text="Calls in flight at once.")
@@ -69,15 +79,43 @@ class RunForm(forms.Form):
     budget_tokens = forms.IntegerField(required=False, min_value=1, label="Budget: max tokens")
     budget_cost = forms.DecimalField(required=False, min_value=0, decimal_places=4, label="Budget: max cost")
     price_in = forms.DecimalField(
-        required=False, min_value=0, decimal_places=4, initial=0, label="Price per 1M input tokens"
+        required=False,
+        min_value=0,
+        decimal_places=4,
+        label="Price per 1M input tokens",
+        help_text="Empty: the connection's",
     )
     price_out = forms.DecimalField(
-        required=False, min_value=0, decimal_places=4, initial=0, label="Price per 1M output tokens"
+        required=False,
+        min_value=0,
+        decimal_places=4,
+        label="Price per 1M output tokens",
+        help_text="Empty: the connection's",
     )
     few_shot = forms.BooleanField(required=False, label="Add few-shot examples from the project's adjudicated labels")
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
+        conns = list(connection_list(project=project))
+        self.connections = {str(c.pk): c for c in conns}
+        self.fields["connection"].choices = [("", "None: give a base URL below")] + [
+            (str(c.pk), f"{c.name} ({c.base_url})") for c in conns
+        ]
+        if conns and not self.is_bound:
+            self.initial["connection"] = str(conns[0].pk)
+            self.initial["model"] = (conns[0].models_list or [""])[0]
+        versions = list(
+            TaxonomyVersion.objects.filter(status=TaxonomyVersion.Status.PUBLISHED)
+            .select_related("taxonomy")
+            .order_by("taxonomy__name", "-number")
+        )
+        self.versions = {str(v.pk): v for v in versions}
+        self.fields["taxonomy_version"].choices = [("", "The project's version")] + [
+            (str(v.pk), v.label) for v in versions
+        ]
+        if project.taxonomy_version_id and not self.is_bound:
+            # TODO(after merge with branch loop): default to the project's working version.
+            self.initial["taxonomy_version"] = str(project.taxonomy_version_id)
         choices = [("all", "All traces"), ("unlabelled", "Unlabelled traces (no human labels, no agreed labels)")]
         for rnd in Round.objects.filter(project=project).order_by("-created_at")[:50]:
             choices.append((f"round:{rnd.pk}", f"Traces of round “{rnd.name}” ({rnd.get_state_display()})"))
@@ -118,6 +156,8 @@ def judge_run_new(request, slug):
                 project=project,
                 by=request.user,
                 provider=data["provider"],
+                connection=form.connections.get(data["connection"] or ""),
+                taxonomy_version=form.versions.get(data["taxonomy_version"] or ""),
                 base_url=data["base_url"] or "",
                 model=data["model"] or "",
                 api_key_env=data["api_key_env"] or "",
@@ -128,8 +168,8 @@ def judge_run_new(request, slug):
                 concurrency=data["concurrency"],
                 budget_tokens=data["budget_tokens"],
                 budget_cost=data["budget_cost"],
-                price_in=data["price_in"] or 0,
-                price_out=data["price_out"] or 0,
+                price_in=data["price_in"],
+                price_out=data["price_out"],
                 few_shot=data["few_shot"],
             )
         except ValidationError as exc:
@@ -146,44 +186,44 @@ def judge_run_new(request, slug):
     )
 
 
-@login_required
-def judge_run_page(request, slug, run_id):
-    project, role = _manager_project(request, slug)
-    run = _run_or_404(project, run_id)
+def _run_context(request, project, run) -> dict:
+    """What the run page's live part shows: progress and the current page of items."""
     state = request.GET.get("state") or ""
     if state and state not in JudgeItem.State.values:
         state = ""
     items = judge_items(run=run, state=state or None)
     page = Paginator(items, 50).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "annotations/judge/run.html",
-        {
-            "project": project,
-            "role": role,
-            "run": run,
-            "progress": judge_run_progress(run=run),
-            "page_obj": page,
-            "items": page.object_list,
-            "state": state,
-            "item_states": JudgeItem.State.choices,
-            "querystring_prefix": f"state={state}&" if state else "",
-            "nav": "projects",
-        },
-    )
+    return {
+        "project": project,
+        "run": run,
+        "progress": judge_run_progress(run=run),
+        "page_obj": page,
+        "items": page.object_list,
+        "state": state,
+        "item_states": JudgeItem.State.choices,
+        "querystring_prefix": f"state={state}&" if state else "",
+    }
+
+
+@login_required
+def judge_run_page(request, slug, run_id):
+    project, role = _manager_project(request, slug)
+    run = _run_or_404(project, run_id)
+    context = _run_context(request, project, run)
+    return render(request, "annotations/judge/run.html", {**context, "role": role, "nav": "projects"})
 
 
 @login_required
 def judge_run_progress_fragment(request, slug, run_id):
+    """The live part of the run page, polled every second while the run is active: the progress card,
+    and the items table swapped out of band (``hx-swap-oob``), so the table moves with the summary
+    and the last poll leaves both in their final state (no reload)."""
     project, role = _manager_project(request, slug)
     run = _run_or_404(project, run_id)
-    progress = judge_run_progress(run=run)
-    response = render(
-        request, "annotations/judge/_progress.html", {"project": project, "run": run, "progress": progress}
-    )
-    if request.headers.get("HX-Request") and not progress.active:
-        response["HX-Refresh"] = "true"  # the run just ended: reload once so the trace table is current
-    return response
+    context = _run_context(request, project, run)
+    progress = render_to_string("annotations/judge/_progress.html", context, request=request)
+    items = render_to_string("annotations/judge/_items.html", {**context, "oob": True}, request=request)
+    return HttpResponse(progress + items)
 
 
 @login_required

@@ -38,6 +38,7 @@ from annotations.judge import sql as judge_sql
 from annotations.judge.attribution import judge_attribution_write
 from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
 from annotations.judge.providers import base, keys, provider_get
+from annotations.judge.secrets import secret_decrypt
 from annotations.judge.selectors import trace_steps
 from annotations.labels.bulk import machine_annotation_upsert, sql_insert, sql_update
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, Rater
@@ -75,7 +76,7 @@ def _cost(run: JudgeRun, tokens_in: int, tokens_out: int) -> Decimal:
     return (Decimal(tokens_in) * run.price_in + Decimal(tokens_out) * run.price_out) / Decimal(1_000_000)
 
 
-def _cache_key(*, content_hash: str, prompt_id: int, model: str, params_hash: str) -> str:
+def _cache_key(*, content_hash: str, prompt_id: int | str, model: str, params_hash: str) -> str:
     return hashlib.sha256(f"{content_hash}|{prompt_id}|{model}|{params_hash}".encode()).hexdigest()
 
 
@@ -114,34 +115,40 @@ class _Attempts:
         time.sleep(seconds)
 
 
+def _remember_dropped(run: JudgeRun, param: str) -> None:
+    """A 400 named `param`: leave it out for the rest of the run (JSON mode has its own column)."""
+    if param == "response_format":
+        JudgeRun.objects.filter(pk=run.pk).update(json_mode=False)
+        run.json_mode = False
+        return
+    with transaction.atomic():
+        row = JudgeRun.objects.select_for_update().filter(pk=run.pk).values_list("dropped_params", flat=True).first()
+        dropped = list(row or [])
+        if param not in dropped:
+            JudgeRun.objects.filter(pk=run.pk).update(dropped_params=[*dropped, param])
+    run.dropped_params = [*run.dropped_params, param] if param not in run.dropped_params else run.dropped_params
+
+
 def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, api_key: str) -> base.Completion:
     provider = provider_get(run.provider)
-    call = base.Call(
-        base_url=run.base_url,
-        api_key=api_key,
-        model=run.model,
-        temperature=run.temperature,
-        max_tokens=run.max_tokens,
-        timeout=run.timeout,
-    )
-
-    def request(json_mode: bool) -> base.Completion:
-        return provider.complete(call, messages, json_mode=json_mode)
 
     def once() -> base.Completion:
-        json_mode = run.json_mode is not False
-        try:
-            return request(json_mode)
-        except base.JsonModeUnsupported:
-            if not json_mode:
-                raise
-            # The server does not know response_format: remember it for the run and ask plainly.
-            JudgeRun.objects.filter(pk=run.pk).update(json_mode=False)
-            run.json_mode = False
-            return request(False)
+        call = base.Call(
+            base_url=run.base_url,
+            api_key=api_key,
+            model=run.model,
+            temperature=run.temperature,
+            max_tokens=run.max_tokens,
+            timeout=run.timeout,
+            dropped=frozenset(run.dropped_params or ()),
+        )
+        json_mode = provider.json_mode and run.json_mode is not False
+        return base.complete_adapting(
+            provider, call, messages, json_mode=json_mode, on_drop=lambda p: _remember_dropped(run, p)
+        )
 
     result = base.with_retries(once, policy=_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
-    if run.json_mode is None:
+    if run.json_mode is None and provider.json_mode:
         JudgeRun.objects.filter(pk=run.pk, json_mode__isnull=True).update(json_mode=True)
         run.json_mode = True
     return result
@@ -187,9 +194,30 @@ def _load_item(item_id: int) -> tuple[JudgeItem, JudgeRun, str] | None:
         return None
     run = copy.copy(frozen)
     run.state, run.json_mode = row["run_state"], row["json_mode"]
+    run.dropped_params = row["dropped_params"]
     run.tokens_in, run.tokens_out, run.cost = row["tokens_in"], row["tokens_out"], row["cost"]
+    run._connection_key = row["connection_key"]  # (key_encrypted, key_env, base_url) of its connection, live
     item = JudgeItem(pk=item_id, run_id=run.pk, trace_id=row["trace_id"], state=row["state"], claim=row["claim"])
     return item, run, row["content_hash"]
+
+
+def _api_key(run: JudgeRun) -> str:
+    """The key for this call: the connection's (stored, or its environment variable), else the run's variable.
+
+    A connection's key goes only to the connection's current base URL: a run whose base URL
+    differs (the connection was pointed elsewhere after the run was created) sends nothing."""
+    if run.connection_id is None:
+        return keys.api_key_from_env(run.api_key_env, base_url=run.base_url, allowed=allowed_keys())
+    key_encrypted, key_env, base_url = run._connection_key or ("", "", None)
+    if base_url is None:
+        raise base.PermanentError("the run's connection was deleted")
+    if base_url.rstrip("/") != run.base_url.rstrip("/"):
+        raise base.PermanentError(
+            f"the connection now points at {base_url}, not at the run's {run.base_url}; its key is not sent elsewhere"
+        )
+    if key_encrypted:
+        return secret_decrypt(key_encrypted)
+    return keys.api_key_from_env(key_env, base_url=run.base_url, allowed=allowed_keys())
 
 
 def judge_item_process(*, item_id: int, claim: int | None = None, dispatcher: Dispatcher = CELERY) -> str:
@@ -231,20 +259,26 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
     modes = version_modes(version=version)
     codes = [m.code for m in modes]
     steps = trace_steps(item.trace_id)
+    provider = provider_get(run.provider)
     few = [prompting.FewShot(f["excerpt"], f["present"], f["codes"]) for f in run.prompt_extras.get("few_shot", [])]
-    messages, trunc = prompting.build_messages(
-        template=run.prompt.text,
+    messages, trunc = provider.build_messages(
+        template=run.prompt.text if run.prompt else "",
         modes=[prompting.ModeIn(m.code, m.name, m.definition, m.examples) for m in modes],
         steps=steps,
         max_chars=int(run.prompt_extras.get("max_chars") or max_chars()),
         few_shot=few,
     )
     params_hash = _params_hash(run, messages)
-    key = _cache_key(content_hash=content_hash, prompt_id=run.prompt_id, model=run.model, params_hash=params_hash)
+    key = _cache_key(
+        content_hash=content_hash,
+        prompt_id=run.prompt_id or provider.prompt_identity,
+        model=run.model,
+        params_hash=params_hash,
+    )
     valid_steps = [s.index for s in steps]
     hit = judge_sql.cached_answer(key)
     if hit is not None:
-        answer = prompting.parse_answer(hit, codes=codes, valid_steps=valid_steps)
+        answer = provider.parse_answer(hit, codes=codes, valid_steps=valid_steps)
         _write_result(
             item,
             run,
@@ -260,7 +294,7 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
             cache=None,
         )
         return "cached"
-    api_key = keys.api_key_from_env(run.api_key_env, base_url=run.base_url, allowed=allowed_keys())
+    api_key = _api_key(run)
     attempts = _Attempts(item, run)
     try:
         first = _call(run, messages, attempts, api_key)
@@ -268,10 +302,26 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
         _item_failed(item, run, dispatcher, attempts=attempts.n, error=str(exc), trunc=trunc)
         return "failed"
     raws, tin, tout, lat = [first.text], first.tokens_in, first.tokens_out, first.latency_ms
+    treason = first.tokens_reasoning
     try:
-        answer = prompting.parse_answer(first.text, codes=codes, valid_steps=valid_steps)
+        answer = provider.parse_answer(first.text, codes=codes, valid_steps=valid_steps)
     except prompting.AnswerError as exc:
-        repair = prompting.repair_messages(messages, raw=first.text, error=str(exc), codes=codes)
+        repair = provider.repair_messages(messages, raw=first.text, error=str(exc), codes=codes)
+        if repair is None:
+            _item_failed(
+                item,
+                run,
+                dispatcher,
+                attempts=attempts.n,
+                error=f"unusable answer: {exc}",
+                raw=first.text,
+                tokens_in=tin,
+                tokens_out=tout,
+                tokens_reasoning=treason,
+                latency_ms=lat,
+                trunc=trunc,
+            )
+            return "failed"
         try:
             second = _call(run, repair, attempts, api_key)
         except base.TransientError as exc2:
@@ -284,14 +334,16 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
                 raw=first.text,
                 tokens_in=tin,
                 tokens_out=tout,
+                tokens_reasoning=treason,
                 latency_ms=lat,
                 trunc=trunc,
             )
             return "failed"
         raws.append(second.text)
         tin, tout, lat = tin + second.tokens_in, tout + second.tokens_out, lat + second.latency_ms
+        treason += second.tokens_reasoning
         try:
-            answer = prompting.parse_answer(second.text, codes=codes, valid_steps=valid_steps)
+            answer = provider.parse_answer(second.text, codes=codes, valid_steps=valid_steps)
         except prompting.AnswerError as exc2:
             _item_failed(
                 item,
@@ -302,6 +354,7 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
                 raw="\n\n----- repair answer -----\n\n".join(raws),
                 tokens_in=tin,
                 tokens_out=tout,
+                tokens_reasoning=treason,
                 latency_ms=lat,
                 trunc=trunc,
             )
@@ -309,7 +362,7 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
     cache = {
         "key": key,
         "content_hash": content_hash,
-        "prompt_id": run.prompt_id,
+        "prompt_id": run.prompt_id,  # None for a provider with its own prompt (its identity is in the key)
         "model": run.model,
         "params_hash": params_hash,
         "raw_answer": raws[-1],
@@ -328,6 +381,7 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
         raw="\n\n----- repair answer -----\n\n".join(raws),
         tokens_in=tin,
         tokens_out=tout,
+        tokens_reasoning=treason,
         latency_ms=lat,
         trunc=trunc,
         cached=False,
@@ -357,6 +411,7 @@ def _item_failed(
     raw: str = "",
     tokens_in: int = 0,
     tokens_out: int = 0,
+    tokens_reasoning: int = 0,
     latency_ms: int = 0,
     trunc: prompting.Truncation | None = None,
 ) -> None:
@@ -371,6 +426,7 @@ def _item_failed(
             raw_answer=raw,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
+            tokens_reasoning=tokens_reasoning,
             latency_ms=latency_ms,
             cost=cost,
             lease_until=None,
@@ -378,7 +434,11 @@ def _item_failed(
             truncated=bool(trunc and trunc.truncated),
             truncation=trunc.as_dict() if trunc else {},
         )
-        counters = {"n_failed": 1, "n_truncated": int(bool(trunc and trunc.truncated))}
+        counters = {
+            "n_failed": 1,
+            "n_truncated": int(bool(trunc and trunc.truncated)),
+            "tokens_reasoning": tokens_reasoning,
+        }
         claimed = _hand_on(run, dispatcher, counters, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
     if not claimed:
         finish_if_idle(run, dispatcher)
@@ -411,6 +471,7 @@ def _write_result(
     cached: bool,
     cache: dict | None,
     attempts: int = 0,
+    tokens_reasoning: int = 0,
 ) -> None:
     by_code = {m.code: m for m in modes}
     cost = _cost(run, tokens_in, tokens_out)
@@ -425,6 +486,7 @@ def _write_result(
             "prompt": run.prompt.number if run.prompt else None,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
+            "tokens_reasoning": tokens_reasoning,
             "latency_ms": latency_ms,
             "cost": str(cost),
             "cached": cached,
@@ -455,6 +517,7 @@ def _write_result(
             "parsed": answer.as_dict(),
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
+            "tokens_reasoning": tokens_reasoning,
             "latency_ms": latency_ms,
             "cost": cost,
             "cached": cached,
@@ -468,7 +531,12 @@ def _write_result(
         sql_update(JudgeItem, item.pk, values, increments={"attempts": attempts})
         if cache is not None:
             sql_insert(JudgeCache, [cache], ignore_conflicts=True)
-        counters = {"n_done": 1, "n_cached": int(cached), "n_truncated": int(trunc.truncated)}
+        counters = {
+            "n_done": 1,
+            "n_cached": int(cached),
+            "n_truncated": int(trunc.truncated),
+            "tokens_reasoning": tokens_reasoning,
+        }
         claimed = _hand_on(run, dispatcher, counters, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
     if not claimed:
         finish_if_idle(run, dispatcher)

@@ -45,9 +45,7 @@ def blind_trace_ids(*, user, project: Project, role: str | None = None):
     return qs.values("trace_id")
 
 
-def annotations_visible_to(
-    *, user, project: Project, qs: QuerySet[Annotation] | None = None
-) -> QuerySet[Annotation]:
+def annotations_visible_to(*, user, project: Project, qs: QuerySet[Annotation] | None = None) -> QuerySet[Annotation]:
     qs = Annotation.objects.filter(trace__project=project) if qs is None else qs
     role = project_role(user=user, project=project)
     if role is None:

@@ -1,7 +1,7 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
 from annotations.models.attribution import Attribution, AttributionDecision
-from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate
+from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate, ProviderConnection
 from annotations.models.labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
 from annotations.models.releases import Release, ReleaseFile, ReleasePolicy
 from annotations.models.rounds import (
@@ -27,6 +27,7 @@ __all__ = [
     "ModeLabel",
     "OpenCode",
     "PromptTemplate",
+    "ProviderConnection",
     "Rater",
     "Release",
     "ReleaseFile",

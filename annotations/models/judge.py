@@ -1,8 +1,8 @@
 """LLM pre-labelling: prompt templates, judge runs, one item per trace, and the answer cache.
 
 A run freezes its trace selection as a list of ids at creation; each item is labelled at most
-once (UniqueConstraint on (run, trace) and on the resulting annotation). The API key itself is
-never stored: a run names the environment variable that holds it.
+once (UniqueConstraint on (run, trace) and on the resulting annotation). A run's key comes from
+its connection (stored encrypted, or an environment variable) or names an environment variable.
 """
 
 from django.conf import settings
@@ -37,9 +37,62 @@ class PromptTemplate(models.Model):
         return f"prompt v{self.number}"
 
 
+class ProviderConnection(models.Model):
+    """A project's way to reach an LLM server: base URL, models, prices, and its key.
+
+    The key is either stored encrypted (``key_encrypted``: Fernet, keyed from settings; see
+    ``annotations/judge/secrets.py``) or named as an environment variable of the worker
+    (``key_env``, limited by MAST_JUDGE_API_KEYS). It is never shown back, logged or exported.
+    """
+
+    class Preset(models.TextChoices):
+        CUSTOM = "custom", "Custom OpenAI-compatible server"
+        OPENAI = "openai", "OpenAI"
+        VLLM = "vllm", "vLLM (local)"
+        OLLAMA = "ollama", "Ollama (local)"
+        LITELLM = "litellm", "LiteLLM proxy (local)"
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="judge_connections")
+    name = models.CharField(max_length=100)
+    preset = models.CharField(max_length=10, choices=Preset.choices, default=Preset.CUSTOM)
+    base_url = models.CharField(max_length=500)
+    models_list = models.JSONField(default=list, blank=True, help_text="Model names offered on the run form.")
+    key_encrypted = models.TextField(blank=True)
+    key_env = models.CharField(max_length=100, blank=True)
+    key_hint = models.CharField(max_length=12, blank=True, help_text="The key's last 4 characters.")
+    price_in = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M input tokens.")
+    price_out = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M output tokens.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="judge_connection_unique_name"),
+            models.CheckConstraint(
+                condition=~(~models.Q(key_encrypted="") & ~models.Q(key_env="")), name="judge_connection_one_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def key_source(self) -> str:
+        if self.key_encrypted:
+            return f"stored (…{self.key_hint})" if self.key_hint else "stored"
+        if self.key_env:
+            return f"environment variable {self.key_env}"
+        return "none"
+
+
 class JudgeRun(models.Model):
     class Provider(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible chat completions"
+        MAST = "mast", "MAST official judge (agentdash prompt and parser)"
         BASELINE = "baseline", "Baseline classifier (TF-IDF + logistic regression)"
 
     class State(models.TextChoices):
@@ -55,6 +108,10 @@ class JudgeRun(models.Model):
     model = models.CharField(max_length=200, blank=True)
     # The NAME of an environment variable holding the key, never the key itself.
     api_key_env = models.CharField(max_length=100, blank=True)
+    # Or a connection of the project (its stored key goes only to its own base URL).
+    connection = models.ForeignKey(
+        ProviderConnection, null=True, blank=True, on_delete=models.PROTECT, related_name="runs"
+    )
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=2000)
     timeout = models.FloatField(default=120.0, help_text="Seconds per HTTP request.")
@@ -71,6 +128,10 @@ class JudgeRun(models.Model):
     price_out = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M output tokens.")
     # None until known: whether the server accepts response_format={"type": "json_object"}.
     json_mode = models.BooleanField(null=True, blank=True)
+    # Request parameters the server refused with a 400 naming them (e.g. "temperature"): left out for the run.
+    dropped_params = models.JSONField(default=list, blank=True)
+    # Before the start: {"traces", "chars", "tokens_in", "tokens_out", "cost"} from the traces' sizes.
+    estimate = models.JSONField(default=dict, blank=True)
     # Frozen at creation: {"max_chars": int, "few_shot": [{"trace_id", "excerpt", "present", "codes"}]}.
     prompt_extras = models.JSONField(default=dict, blank=True)
     # Baseline: what it was trained on and its held-out quality.
@@ -87,6 +148,7 @@ class JudgeRun(models.Model):
     n_truncated = models.PositiveIntegerField(default=0)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
+    tokens_reasoning = models.PositiveBigIntegerField(default=0)
     cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -104,7 +166,7 @@ class JudgeRun(models.Model):
                 name="judge_run_state_valid",
             ),
             models.CheckConstraint(
-                condition=models.Q(provider__in=["openai", "baseline"]), name="judge_run_provider_valid"
+                condition=models.Q(provider__in=["openai", "mast", "baseline"]), name="judge_run_provider_valid"
             ),
             models.CheckConstraint(condition=models.Q(concurrency__gte=1), name="judge_run_concurrency_positive"),
         ]
@@ -144,6 +206,7 @@ class JudgeItem(models.Model):
     parsed = models.JSONField(null=True, blank=True)
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
+    tokens_reasoning = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     cached = models.BooleanField(default=False)
@@ -176,7 +239,8 @@ class JudgeCache(models.Model):
 
     key = models.CharField(max_length=64, unique=True)
     content_hash = models.CharField(max_length=64)
-    prompt = models.ForeignKey(PromptTemplate, on_delete=models.CASCADE, related_name="+")
+    # None for a provider that builds its own prompt (the MAST official judge: its identity is in params_hash).
+    prompt = models.ForeignKey(PromptTemplate, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     model = models.CharField(max_length=200)
     params_hash = models.CharField(max_length=64)
     raw_answer = models.TextField()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from annotations.judge.providers.base import Provider
 from annotations.judge.providers.baseline_model import Baseline
+from annotations.judge.providers.mast_official import MastOfficial
 from annotations.judge.providers.openai_chat import OpenAIChat
 
-PROVIDERS: dict[str, Provider] = {p.name: p for p in (OpenAIChat(), Baseline())}
+PROVIDERS: dict[str, Provider] = {p.name: p for p in (OpenAIChat(), MastOfficial(), Baseline())}
 
 
 def provider_get(name: str) -> Provider:

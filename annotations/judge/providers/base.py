@@ -11,8 +11,9 @@ Two kinds exist:
   task trains on the project's labels and labels every trace (``judge/baseline.py``).
 
 The errors say what the worker does next: ``TransientError`` is retried with backoff,
-``PermanentError`` stops the run with its message, ``JsonModeUnsupported`` makes the worker ask
-again without JSON mode and remember that for the run.
+``PermanentError`` stops the run with its message, ``UnsupportedParameter`` (a 400 naming one
+request parameter: ``max_tokens``, ``temperature``, ``response_format``...) makes the worker ask
+again once without it and remember that for the run (``complete_adapting``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, TypeVar
+
+from annotations.judge import prompting
 
 T = TypeVar("T")
 
@@ -43,8 +46,17 @@ class PermanentError(LLMError):
         self.status = status
 
 
-class JsonModeUnsupported(PermanentError):
-    pass
+class UnsupportedParameter(PermanentError):
+    """HTTP 400 naming a request parameter the model does not take; ``param`` is its name."""
+
+    def __init__(self, message: str, *, param: str, status: int | None = 400):
+        super().__init__(message, status=status)
+        self.param = param
+
+
+class JsonModeUnsupported(UnsupportedParameter):
+    def __init__(self, message: str, *, status: int | None = 400):
+        super().__init__(message, param="response_format", status=status)
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,7 @@ class Completion:
     tokens_in: int
     tokens_out: int
     latency_ms: int
+    tokens_reasoning: int = 0  # part of tokens_out the model spent thinking (o1/o3/gpt-5 report it)
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,8 @@ class Call:
     temperature: float
     max_tokens: int
     timeout: float
+    # Parameters the server refused for this run ("max_tokens", "temperature", ...): not sent.
+    dropped: frozenset[str] = frozenset()
 
 
 class Provider:
@@ -91,9 +106,70 @@ class Provider:
         """The name of the rater a run's labels are filed under (one rater per name)."""
         raise NotImplementedError
 
+    # Prompt building and answer parsing: a per-trace provider may bring its own (the MAST
+    # official judge does); ``None`` means the project's prompt (``prompting.build_messages``)
+    # and answer format (``prompting.parse_answer``).
+    uses_project_prompt: ClassVar[bool] = True
+    prompt_identity: ClassVar[str] = ""  # part of the cache key when the provider builds the prompt
+    json_mode: ClassVar[bool] = True  # whether to ask for JSON mode at all
+
+    def build_messages(
+        self,
+        *,
+        template: str,
+        modes: Sequence[prompting.ModeIn],
+        steps: Sequence[prompting.StepIn],
+        max_chars: int,
+        few_shot: Sequence[prompting.FewShot] = (),
+    ) -> tuple[list[dict[str, str]], prompting.Truncation]:
+        """The messages of one trace (default: the run's prompt template, ``prompting.build_messages``)."""
+        return prompting.build_messages(
+            template=template, modes=modes, steps=steps, max_chars=max_chars, few_shot=few_shot
+        )
+
+    def parse_answer(self, raw: str, *, codes: Sequence[str], valid_steps: Sequence[int]) -> prompting.Answer:
+        """The answer as labels; ``prompting.AnswerError`` when it cannot be used. Modes the
+        returned ``Answer`` leaves out are unknown: no label is written for them."""
+        return prompting.parse_answer(raw, codes=codes, valid_steps=valid_steps)
+
+    def repair_messages(
+        self, messages: list[dict[str, str]], *, raw: str, error: str, codes: Sequence[str]
+    ) -> list[dict[str, str]] | None:
+        """The one follow-up request after an unusable answer (None: no repair, the item fails)."""
+        return prompting.repair_messages(messages, raw=raw, error=error, codes=codes)
+
     def complete(self, call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> Completion:
         """One model call (no retries: the worker's policy retries TransientError)."""
         raise NotImplementedError(f"{self.name} labels a whole run at once; it answers no single call")
+
+
+def complete_adapting(
+    provider: Provider,
+    call: Call,
+    messages: Sequence[Mapping[str, str]],
+    *,
+    json_mode: bool,
+    on_drop: Callable[[str], None],
+) -> Completion:
+    """``provider.complete``; a 400 naming a parameter is asked again without it, once per parameter.
+
+    ``on_drop(param)`` remembers it for the run (the worker writes it to ``JudgeRun.dropped_params``);
+    a parameter already dropped that is named again is a real refusal and stops the run."""
+    dropped = set(call.dropped)
+    if not json_mode:
+        dropped.add("response_format")
+    while True:
+        try:
+            return provider.complete(_with_dropped(call, dropped), messages, json_mode="response_format" not in dropped)
+        except UnsupportedParameter as exc:
+            if exc.param in dropped:
+                raise
+            dropped.add(exc.param)
+            on_drop(exc.param)
+
+
+def _with_dropped(call: Call, dropped: set[str]) -> Call:
+    return replace(call, dropped=frozenset(dropped - {"response_format"}))
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,34 @@ The library's own retries are off (max_retries=0): our policy (``base.with_retri
   jitter, bounded, waiting at least what a 429's Retry-After (or retry-after-ms) asks.
 - Permanent faults (400, 401, 403, 404 model not found, 422, a missing key) raise
   ``PermanentError``: retrying cannot help, the run stops with the message.
-- A 400 that mentions response_format raises ``JsonModeUnsupported`` so the caller can retry
-  once without JSON mode and remember that for the run.
+- A 400 that names a request parameter (``max_tokens``, ``temperature``, ``response_format``,
+  ...) raises ``UnsupportedParameter`` so the caller asks again once without it and remembers
+  that for the run (``base.complete_adapting``).
+
+Request parameters adapt to the model (``request_kwargs``): reasoning models (o1, o3, o4, gpt-5
+families, by name) get ``max_completion_tokens`` and no ``temperature`` (they accept only the
+default); others get ``max_tokens`` and the run's temperature; a dropped ``max_tokens`` becomes
+``max_completion_tokens`` and back. Reasoning tokens are read from
+``usage.completion_tokens_details.reasoning_tokens``.
+
+openai 3.x (pinned in requirements.txt) sends through its own HTTP package; we never import it:
+the client is ``openai.DefaultHttpxClient`` (the library's defaults, redirects off) and the
+timeout ``openai.Timeout``. What we rely on: ``openai.OpenAI(base_url, api_key, timeout,
+max_retries, http_client)``, ``chat.completions.create``, the exception classes
+``APITimeoutError``, ``APIConnectionError``, ``APIStatusError`` (``status_code``, ``body``,
+``response.headers``) and ``APIResponseValidationError``; tests/annotations/judge/test_providers.py
+covers each against a real server.
 """
 
 from __future__ import annotations
 
 import email.utils
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
 import openai
 
 from annotations.judge.providers import keys
@@ -33,7 +48,12 @@ from annotations.judge.providers.base import (
     Provider,
     RunConfig,
     TransientError,
+    UnsupportedParameter,
 )
+
+# Model names of the reasoning families that take max_completion_tokens and only the default temperature.
+REASONING_MODEL = re.compile(r"(^|/)(o[1-9]|gpt-5)([-.:_]|$)", re.IGNORECASE)
+ADAPTABLE = ("max_tokens", "max_completion_tokens", "temperature", "response_format")
 
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 _clients_lock = threading.Lock()
@@ -49,12 +69,10 @@ def _client(base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
             client = openai.OpenAI(
                 base_url=base_url or None,
                 api_key=api_key,
-                timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                timeout=openai.Timeout(timeout, connect=min(timeout, 10.0)),
                 max_retries=0,
-                # No redirects: the key may go only to the base URL MAST_JUDGE_API_KEYS allows for it.
-                http_client=httpx.Client(
-                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=32), follow_redirects=False
-                ),
+                # No redirects: the key may go only to the base URL it was given for.
+                http_client=openai.DefaultHttpxClient(follow_redirects=False),
             )
             _clients[key] = client
         return client
@@ -90,6 +108,18 @@ def _status_message(exc: openai.APIStatusError) -> str:
     return detail or exc.message or ""
 
 
+def _named_param(exc: openai.APIStatusError, detail: str) -> str | None:
+    """The request parameter a 400 names: the body's ``param`` field, else the first one the message quotes."""
+    body = exc.body
+    err = body.get("error", body) if isinstance(body, Mapping) else None
+    param = err.get("param") if isinstance(err, Mapping) else None
+    if isinstance(param, str) and param in ADAPTABLE:
+        return param
+    low = detail.lower()
+    found = [(low.find(p), p) for p in ADAPTABLE if re.search(rf"\b{p}\b", low)]
+    return min(found)[1] if found else None
+
+
 def classify(exc: BaseException) -> LLMError:
     """Map an exception of the openai library to TransientError / PermanentError."""
     if isinstance(exc, LLMError):
@@ -105,8 +135,12 @@ def classify(exc: BaseException) -> LLMError:
             return TransientError(
                 f"HTTP {status}: {detail}"[:500], retry_after=retry_after_seconds(exc.response.headers), status=status
             )
-        if status == 400 and "response_format" in detail.lower():
-            return JsonModeUnsupported(f"HTTP 400: {detail}"[:500], status=status)
+        if status == 400:
+            param = _named_param(exc, detail)
+            if param == "response_format":
+                return JsonModeUnsupported(f"HTTP 400: {detail}"[:500], status=status)
+            if param:
+                return UnsupportedParameter(f"HTTP 400: {detail}"[:500], param=param, status=status)
         what = {
             400: "the server refused the request (bad request)",
             401: "the API key was refused (unauthorized)",
@@ -117,32 +151,28 @@ def classify(exc: BaseException) -> LLMError:
         return PermanentError(f"HTTP {status}: {what}: {detail}"[:500], status=status)
     if isinstance(exc, openai.APIResponseValidationError | ValueError):
         return TransientError(f"malformed response: {exc}"[:300])
-    if isinstance(exc, httpx.HTTPError):
-        return TransientError(f"connection error: {exc}")
     return PermanentError(f"{type(exc).__name__}: {exc}"[:500])
 
 
-def chat_complete(
-    *,
-    base_url: str,
-    api_key: str,
-    model: str,
-    messages: Sequence[Mapping[str, str]],
-    temperature: float,
-    max_tokens: int,
-    timeout: float,
-    json_mode: bool,
-) -> Completion:
-    """One HTTP request; raises TransientError / PermanentError / JsonModeUnsupported."""
-    client = _client(base_url, api_key, timeout)
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "messages": list(messages),
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-    }
+def request_kwargs(call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> dict[str, Any]:
+    """The body of one request, adapted to the model and to what the server refused before."""
+    reasoning = bool(REASONING_MODEL.search(call.model))
+    kwargs: dict[str, Any] = {"model": call.model, "messages": list(messages)}
+    preferred, other = ("max_completion_tokens", "max_tokens") if reasoning else ("max_tokens", "max_completion_tokens")
+    token_param = other if preferred in call.dropped else preferred
+    if token_param not in call.dropped:
+        kwargs[token_param] = call.max_tokens
+    if not reasoning and "temperature" not in call.dropped:
+        kwargs["temperature"] = call.temperature
     if json_mode:
         kwargs["response_format"] = {"type": "json_object"}
+    return kwargs
+
+
+def chat_complete(call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> Completion:
+    """One HTTP request; raises TransientError / PermanentError / UnsupportedParameter."""
+    client = _client(call.base_url, call.api_key, call.timeout)
+    kwargs = request_kwargs(call, messages, json_mode=json_mode)
     started = time.monotonic()
     try:
         resp = client.chat.completions.create(**kwargs)
@@ -153,11 +183,13 @@ def chat_complete(
         raise TransientError("malformed response: no choices")
     text = resp.choices[0].message.content or ""
     usage = resp.usage
+    details = getattr(usage, "completion_tokens_details", None)
     return Completion(
         text=text,
         tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
         tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
         latency_ms=latency,
+        tokens_reasoning=int(getattr(details, "reasoning_tokens", 0) or 0),
     )
 
 
@@ -184,13 +216,4 @@ class OpenAIChat(Provider):
         return f"{model} · prompt v{prompt_number}"
 
     def complete(self, call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> Completion:
-        return chat_complete(
-            base_url=call.base_url,
-            api_key=call.api_key,
-            model=call.model,
-            messages=messages,
-            temperature=call.temperature,
-            max_tokens=call.max_tokens,
-            timeout=call.timeout,
-            json_mode=json_mode,
-        )
+        return chat_complete(call, messages, json_mode=json_mode)

@@ -41,6 +41,7 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="", help="OpenAI-compatible server, e.g. https://api.openai.com/v1")
         parser.add_argument("--model", default="")
         parser.add_argument("--api-key-env", default="", help="NAME of the environment variable holding the key")
+        parser.add_argument("--connection", default="", help="name of one of the project's judge connections")
         parser.add_argument("--concurrency", type=int, default=4)
         parser.add_argument("--traces", default="all", help="all | unlabelled | round:<id>")
         parser.add_argument("--temperature", type=float, default=0.0)
@@ -56,11 +57,17 @@ class Command(BaseCommand):
         project = Project.objects.filter(slug=opts["project"]).first()
         if project is None:
             raise CommandError(f"No project with slug {opts['project']!r}.")
+        conn = None
+        if opts["connection"]:
+            conn = project.judge_connections.filter(name=opts["connection"]).first()
+            if conn is None:
+                raise CommandError(f"No connection named {opts['connection']!r} in {project.slug}.")
         try:
             run = judge_run_create(
                 project=project,
                 by=None,
                 provider=opts["provider"],
+                connection=conn,
                 base_url=opts["base_url"],
                 model=opts["model"],
                 api_key_env=opts["api_key_env"],

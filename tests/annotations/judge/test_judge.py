@@ -337,3 +337,20 @@ def test_retry_backoff_grows_with_jitter():
     assert 0.5 <= d[0] <= 1 and 8 <= d[4] <= 16
     assert p.delay(1, retry_after=7) == 7
     assert time.time()  # keep the import honest
+
+
+@pytest.mark.django_db(transaction=True)  # the successor is handed over after commit
+def test_a_task_labels_the_successors_it_claims_itself(project, manager, llm_server, fast_retries):
+    """prelabel_trace keeps each successor its result claimed and labels it in the same thread
+    (dispatch.ChainDispatcher): at concurrency 1 one task does the whole run, sending nothing."""
+    from annotations.judge.dispatch import INLINE
+    from annotations.judge.tasks import prelabel_trace
+
+    make_judge_traces(project, 4)
+    run = new_run(project, manager, llm_server, concurrency=1)
+    judge_run_start(run_id=run.pk, dispatcher=INLINE)
+    (item_id, claim) = JudgeItem.objects.filter(run=run, state="running").values_list("id", "claim").get()
+    prelabel_trace(item_id, claim)
+    run.refresh_from_db()
+    assert run.state == "done" and run.n_done == 4 and llm_server.n_requests == 4
+    assert Annotation.objects.filter(rater=run.rater).count() == 4

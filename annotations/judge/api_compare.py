@@ -1,0 +1,157 @@
+"""The judge comparison (Table 2, judge-vs-judge kappa, corrected prevalences) and imported raters
+through the API (managers). The comparison returns the numbers the page and its downloads show."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotations.judge.comparison import judge_comparison
+from annotations.judge.imported import imported_raters, rater_import
+from annotations.judge.views_compare import MAX_UPLOAD, comparison_request
+from traces.projects.permissions import ProjectScopedMixin
+
+
+class StatOut(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    undefined = serializers.CharField(allow_null=True)
+
+
+class ComparisonOut(serializers.Serializer):
+    reference = serializers.DictField()
+    raters = serializers.ListField(child=serializers.DictField())
+    pairs = serializers.ListField(child=serializers.DictField())
+
+
+def _row(row: dict) -> dict:
+    return {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in row.items()}
+
+
+def comparison_json(result: dict) -> dict:
+    codes = [m.code for m in result["modes"]]
+    return {
+        "reference": {
+            "round": result["round"].pk if result["round"] else None,
+            "taxonomy_version": result["version"].pk,
+            "n_traces": result["n_reference_traces"],
+            "n_boot": result["n_boot"],
+            "min_reliable_traces": result["min_reliable"],
+        },
+        "raters": [
+            {
+                "key": r["source"].key,
+                "label": r["source"].label,
+                "rater_id": r["source"].rater_id,
+                "pooled": _row(r["stats"]["pooled"]),
+                "modes": [{"code": c, **_row(m)} for c, m in zip(codes, r["stats"]["modes"], strict=True)],
+                "prevalence": [
+                    {
+                        "code": p["code"],
+                        "judge": p["judge"].as_dict(),
+                        "humans": p["humans"].as_dict(),
+                        "corrected": p["corrected"].as_dict(),
+                        "rogan_gladen": p["rogan_gladen"],
+                    }
+                    for p in r["prevalence"]
+                ],
+            }
+            for r in result["raters"]
+        ],
+        "pairs": [
+            {
+                "a": p["a"].key,
+                "b": p["b"].key,
+                "n_traces": p["n_traces"],
+                "kappa": p["kappa"].as_dict(),
+                "reliable": p["reliable"],
+            }
+            for p in result["pairs"]
+        ],
+    }
+
+
+class JudgeComparisonApi(ProjectScopedMixin, APIView):
+    """Judge runs and imported raters against agreed human labels (Table 2 of the MAST paper).
+
+    ``?s=run:<id>&s=rater:<id>`` picks them; ``?round=<id>`` a closed round's consensus (default:
+    the project's agreed labels). Every statistic has a 95% bootstrap interval over traces and
+    ``reliable`` is false where it rests on fewer than 20 traces."""
+
+    capability = "manage"
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("s", OpenApiTypes.STR, many=True, description="run:<id> or rater:<id>, repeated"),
+            OpenApiParameter("round", OpenApiTypes.INT, description="a closed round (default: the whole project)"),
+        ],
+        responses={200: ComparisonOut},
+    )
+    def get(self, request, slug):
+        chosen, rnd, problems = comparison_request(request, self.project)
+        if not chosen and not problems:
+            problems.append("pick at least one judge: ?s=run:<id> or ?s=rater:<id>")
+        if problems:
+            raise ValidationError({"s": problems})
+        result = judge_comparison(project=self.project, user=request.user, sources=chosen, round=rnd)
+        return Response(comparison_json(result))
+
+
+class ImportedRaterOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    n_traces = serializers.IntegerField()
+    description = serializers.CharField()
+
+
+class ImportedRaterIn(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    file = serializers.FileField(required=False, help_text="A JSONL or CSV file (multipart)")
+    content = serializers.CharField(required=False, help_text="Or the file's text (JSON body)")
+    filename = serializers.CharField(required=False, default="upload.jsonl", help_text="Tells the format with content")
+    format = serializers.ChoiceField(choices=["auto", "jsonl", "csv"], default="auto")
+
+
+class ImportedRaterListApi(ProjectScopedMixin, APIView):
+    """Imported raters of the project; POST imports one from a file (all or nothing, the bad line named)."""
+
+    capability = "manage"
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+
+    @extend_schema(responses={200: ImportedRaterOut(many=True)})
+    def get(self, request, slug):
+        return Response(ImportedRaterOut(imported_raters(project=self.project), many=True).data)
+
+    @extend_schema(request=ImportedRaterIn, responses={201: ImportedRaterOut})
+    def post(self, request, slug):
+        data = ImportedRaterIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        if v.get("file") is not None:
+            upload = v["file"]
+            if upload.size > MAX_UPLOAD:
+                raise ValidationError({"file": f"over {MAX_UPLOAD // 2**20} MiB"})
+            try:
+                text, filename = upload.read().decode("utf-8-sig"), upload.name
+            except UnicodeDecodeError:
+                raise ValidationError({"file": "not UTF-8 text; nothing was imported"}) from None
+        elif v.get("content"):
+            text, filename = v["content"], v["filename"]
+        else:
+            raise ValidationError({"file": "give a file (multipart) or its text in content"})
+        result = rater_import(
+            project=self.project, by=request.user, name=v["name"], text=text, filename=filename, fmt=v["format"]
+        )
+        out = {
+            "id": result.rater.pk,
+            "name": result.rater.name,
+            "n_traces": result.n_traces,
+            "description": result.rater.description,
+        }
+        return Response(ImportedRaterOut(out).data, status=status.HTTP_201_CREATED)

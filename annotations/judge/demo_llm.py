@@ -1,0 +1,129 @@
+"""A scripted stand-in for an LLM, for the demo only: a chat-completions server on 127.0.0.1.
+
+It is not a model and says so in its name: it marks a mode present when the trace shows a
+keyword typical of that mode (or, for a few traces, by a fixed hash of trace and code, so it
+disagrees with the humans now and then the way a real judge does), and answers the project's
+JSON format or the MAST authors' ``@@`` format, whichever the prompt asks. Like a reasoning
+model it refuses ``max_tokens`` and a non-default temperature (HTTP 400 naming the parameter)
+and reports reasoning tokens, so the demo shows the request adapting. It runs only while
+``seed_demo`` labels the demo traces (``serve``), on a free port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+KEYWORDS = {
+    "1.1": r"requirement|specification|instead of",
+    "1.3": r"again|repeat|same step",
+    "1.5": r"terminat|keep going|continue",
+    "2.2": r"assum|unclear",
+    "2.3": r"unrelated|off.topic",
+    "2.6": r"but (?:then|instead)",
+    "3.1": r"done|finished|complete",
+    "3.2": r"no test|untested|not verified",
+    "3.3": r"test|verif",
+}
+CODES_RE = re.compile(r"one entry for each of these codes: ([0-9., ]+)")
+MAST_CODES = ("1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3")
+
+
+def _present(text: str, code: str) -> bool:
+    if code in KEYWORDS and re.search(KEYWORDS[code], text, re.IGNORECASE):
+        return int(hashlib.sha256(f"{code}|{text[:2000]}".encode()).hexdigest(), 16) % 5 != 0
+    return int(hashlib.sha256(f"{text[:2000]}|{code}".encode()).hexdigest(), 16) % 11 == 0
+
+
+def answer(body: dict) -> tuple[int, dict]:
+    if "max_tokens" in body:
+        return 400, {
+            "error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "param": "max_tokens",
+            }
+        }
+    if body.get("temperature", 1) != 1:
+        return 400, {
+            "error": {
+                "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this model.",
+                "param": "temperature",
+            }
+        }
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+    trace = text.split("## The trace", 1)[-1].split("## Your answer", 1)[0]
+    trace = trace.split("Here is the trace:", 1)[-1].split("Also, here are the explanations", 1)[0]
+    if "@@" in text and "begin of things you should answer" in text:
+        lines = ["@@", "A. (scripted demo answer) The trace shows the modes marked yes.", "B. no", "C."]
+        lines += [f"{c} {'yes' if _present(trace, c) else 'no'}" for c in MAST_CODES]
+        content = "\n".join([*lines, "@@"])
+    else:
+        found = CODES_RE.findall(text)
+        codes = [c.strip().rstrip(".") for c in found[-1].split(",")] if found else []
+        content = json.dumps(
+            {
+                "task_success": "unknown",
+                "modes": [
+                    {
+                        "code": c,
+                        "present": _present(trace, c),
+                        "evidence_steps": [],
+                        "rationale": "scripted demo answer: a keyword of this mode appears"
+                        if _present(trace, c)
+                        else "",
+                    }
+                    for c in codes
+                ],
+            }
+        )
+    tokens_in = max(1, len(text) // 4)
+    return 200, {
+        "id": "demo",
+        "object": "chat.completion",
+        "model": body.get("model", "demo"),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": tokens_in,
+            "completion_tokens": 400,
+            "total_tokens": tokens_in + 400,
+            "completion_tokens_details": {"reasoning_tokens": 250},
+        },
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            code, payload = answer(json.loads(raw or b"{}"))
+        except json.JSONDecodeError:
+            code, payload = 400, {"error": {"message": "the body is not JSON"}}
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def serve():
+    """Run the scripted server for the block; yields its base URL (http://127.0.0.1:<port>/v1)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
