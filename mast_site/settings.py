@@ -54,6 +54,9 @@ INSTALLED_APPS = [
     "annotations",
 ]
 
+# A failed CSRF check gets the site's own 403 page, saying what happened and that nothing changed.
+CSRF_FAILURE_VIEW = "traces.projects.errors.csrf_failure"
+
 MIDDLEWARE = [
     "mast_site.health.HealthCheckMiddleware",
     # Before everything that may answer early (HTTPS redirect, static files, 400s): every response gets it.

@@ -171,7 +171,9 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
         except ValidationError as exc:
             form.add_error(None, _errors(exc))
         else:
-            messages.success(request, f"Round {rnd.name} created as a draft. Open it when you are ready.")
+            # "Round 3 (real traces) created", never "Round Round 3 ...": most rounds are named "Round N".
+            title = rnd.name if rnd.name.lower().startswith("round") else f"Round “{rnd.name}”"
+            messages.success(request, f"{title} created as a draft. Open it when you are ready.")
             return redirect("annotations:round_detail", slug=slug, pk=rnd.pk)
     return render(
         request,
