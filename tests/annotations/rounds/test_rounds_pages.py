@@ -367,3 +367,22 @@ def test_disagreements_page_query_count_does_not_grow(
     # published version's modes, cached by version_modes since the first request)
     with django_assert_num_queries(14):
         assert c.get(page).status_code == 200
+
+
+def test_recording_a_decision_resends_the_counter_in_pinned_queries(
+    client, project, manager, annotator, annotator2, django_assert_num_queries
+):
+    from tests.annotations.rounds_factories import make_review_round, make_traces
+
+    traces = make_traces(project, 6)
+    rnd = make_review_round(
+        project, manager=manager, annotators=[annotator, annotator2], traces=traces, disagree_on=traces
+    )
+    client.force_login(manager)
+    url = f"/p/{project.slug}/rounds/{rnd.pk}/disagreements/{traces[0].pk}/1.3/adjudicate/"
+    client.post(url, {"decision": "absent"}, HTTP_HX_REQUEST="true")  # warm the session and caches
+    with django_assert_num_queries(23):
+        response = client.post(url, {"decision": "present", "note": "seen"}, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert 'id="rd-open-count"' in body and 'hx-swap-oob="true"' in body
+    assert "<strong>5</strong> still to decide" in body
