@@ -169,7 +169,6 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
 
 # ------------------------------------------------------------------ validation
 
-
 # Published taxonomy versions are frozen (database triggers), so their modes can be cached.
 def _version_modes(version: TaxonomyVersion) -> dict[str, tuple[int, tuple]]:
     """{code: (mode id, sort key)} for a version (taxonomy.selectors.version_modes, cached when published)."""
