@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from annotations.analytics import views
+from annotations.analytics import paper_views, views
 
 urlpatterns = [
     path("p/<slug:slug>/analytics/", views.dashboard, name="dashboard"),
+    path("p/<slug:slug>/analytics/frameworks/", paper_views.framework_modes_page, name="framework_modes"),
 ]
