@@ -20,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.models import Round
 from annotations.rounds import report as presentation
+from annotations.rounds.mode_rater import mode_rater_view
 from annotations.rounds.sampling import STRATA_FIELDS, round_sample_preview
 from annotations.rounds.selectors import (
     project_annotator_choices,
@@ -32,6 +33,7 @@ from annotations.rounds.selectors import (
     round_modes,
     round_open_disagreement_count,
     round_progress,
+    round_rater_prevalence,
     round_require_report_access,
     round_versions_for_project,
 )
@@ -302,6 +304,8 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.error(request, _errors(exc))
         extra_ids = []
         report = agreement_report_get(round=rnd)
+    round_modes_by_code = {m.code: m for m in round_modes(version=rnd.taxonomy_version)}
+    raters = list(report.data.get("raters", []))
     return render(
         request,
         "annotations/rounds/report.html",
@@ -316,9 +320,14 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "rater_set": report.rater_set,
             "trend": presentation.trend_chart(round_kappa_trend(project=project)),
             "nav": "projects",
+            "mode_rater": mode_rater_view(
+                report.data,
+                prevalence=round_rater_prevalence(round=rnd, rater_names=raters, n_traces=report.data.get("n_traces")),
+                names={c: m.name for c, m in round_modes_by_code.items()},
+            ),
             **presentation.report_context(
                 report.data,
-                modes={m.code: m for m in round_modes(version=rnd.taxonomy_version)},
+                modes=round_modes_by_code,
                 categories={c.code: c.name for c in rnd.taxonomy_version.categories.all()},
             ),
         },
