@@ -50,6 +50,7 @@ class Selection:
     names: dict[str, str]
     rows: list[paper.Row]
     n_mapped: int
+    sources: list[tuple[str, str]]
 
 
 def paper_selection(*, user, project, params, strict: bool = False) -> Selection:
@@ -59,7 +60,8 @@ def paper_selection(*, user, project, params, strict: bool = False) -> Selection
     filters = {k: [v for v in params.getlist(k) if v] for k in FILTER_FIELDS}
     filters = {k: v for k, v in filters.items() if v}
     source = params.get("rater") or AGREED
-    if source not in {s for s, _ in dashboard_sources(user=user, project=project)}:
+    sources = dashboard_sources(user=user, project=project)
+    if source not in {s for s, _ in sources}:
         if strict:
             raise QueryParamError("rater", f"no rater {source[:40]!r} you may see; use 'agreed' or a rater id")
         source = AGREED
@@ -70,7 +72,7 @@ def paper_selection(*, user, project, params, strict: bool = False) -> Selection
         M = label_matrix(user=user, project=project, source=source, filters=filters)
         cache.set(key, M, CACHE_SECONDS)
     rows = paper.framework_mode_table(M.X, M.mas_name)
-    return Selection(source, M.source_label, filters, M.codes, M.names, rows, M.n_mapped)
+    return Selection(source, M.source_label, filters, M.codes, M.names, rows, M.n_mapped, sources)
 
 
 def _download(body: str, content_type: str, filename: str) -> HttpResponse:
@@ -132,7 +134,7 @@ def framework_modes_page(request, slug):
             "measure": measure,
             "measures": MEASURES,
             "ci_method": CI_METHODS["share_traces" if measure == "traces" else "share_labels"],
-            "sources": dashboard_sources(user=request.user, project=project),
+            "sources": sel.sources,
             "query": query.urlencode(),
             # Built by paper.to_svg, which escapes every piece of text it places.
             "svg": mark_safe(paper.to_svg(sel.rows, sel.codes, measure=measure)),  # noqa: S308
