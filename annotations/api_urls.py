@@ -7,4 +7,5 @@ urlpatterns = [
     path("", include("annotations.rounds.api_urls")),
     path("", include("annotations.judge.api_urls")),
     path("", include("annotations.releases.api_urls")),
+    path("", include("annotations.analytics.api_urls")),
 ]

@@ -53,8 +53,8 @@ def seed_users_and_project() -> DemoContext:
         project, _ = project_get_or_create(slug="demo", name="Demo: seven frameworks", by=users["manager"])
         if not project.description:
             project.description = (
-                "One short trace per supported framework, each with a failure you can spot, "
-                "to try labelling, rounds, the LLM judge and releases."
+                "Eleven traces: one short trace per supported framework, each with a failure you can spot, "
+                "MAST-Data records and one long log, to try labelling, rounds, the LLM judge and releases."
             )
             project.save(update_fields=["description"])
         for username, role, _ in DEMO_USERS:
@@ -67,6 +67,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
 
     A new area adds its ``demo.seed`` here. Imported when called, so loading this module (for
     ``credentials()``) does not load every area."""
+    from annotations.analytics import demo as analytics_demo
     from annotations.judge import demo as judge_demo
     from annotations.labels import demo as labels_demo
     from annotations.releases import demo as releases_demo
@@ -87,6 +88,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         attribution_demo.seed,
         judge_demo.seed,
         releases_demo.seed,
+        analytics_demo.seed,
     ]
 
 

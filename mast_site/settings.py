@@ -19,13 +19,17 @@ env = environ.Env(
     SECURE_SSL_REDIRECT=(bool, True),
 )
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# `make demo` writes var/demo.env (its SECRET_KEY and database), so later `manage.py` commands work
+# without exporting anything. The environment and .env win over it.
+if (VAR_DIR / "demo.env").is_file():
+    environ.Env.read_env(VAR_DIR / "demo.env", overwrite=False)
 
 DEBUG = env("DEBUG")
 SECRET_KEY = env("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise environ.ImproperlyConfigured(
-            "SECRET_KEY is not set. Put it in the environment or in .env (make demo keeps its own in var/demo-secret)."
+            "SECRET_KEY is not set. Put it in the environment or in .env (make demo writes var/demo.env)."
         )
     SECRET_KEY = "insecure-dev-only-key"  # noqa: S105 - only ever used with DEBUG on
 ALLOWED_HOSTS = env("ALLOWED_HOSTS")
@@ -49,6 +53,9 @@ INSTALLED_APPS = [
     "traces",
     "annotations",
 ]
+
+# A failed CSRF check gets the site's own 403 page, saying what happened and that nothing changed.
+CSRF_FAILURE_VIEW = "traces.projects.errors.csrf_failure"
 
 MIDDLEWARE = [
     "mast_site.health.HealthCheckMiddleware",

@@ -32,3 +32,9 @@ urlpatterns = [
     path("", include("annotations.urls")),
     path("", include("traces.urls")),
 ]
+
+# The site's error pages, in its layout with a way back (traces/projects/errors.py).
+handler400 = "traces.projects.errors.bad_request"
+handler403 = "traces.projects.errors.permission_denied"
+handler404 = "traces.projects.errors.page_not_found"
+handler500 = "traces.projects.errors.server_error"

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Set up and serve the demo on http://127.0.0.1:8000 with a Celery worker, no services needed:
-# SQLite in var/, the worker fed through files in var/broker. Safe to re-run.
+# Set up and serve the demo on http://127.0.0.1:$PORT (default 8000) with a Celery worker, no
+# services needed: SQLite in var/, the worker fed through files in var/broker. Safe to re-run.
+# Writes var/demo.env (SECRET_KEY, DATABASE_URL), which settings reads, so later
+# `.venv/bin/python manage.py ...` commands work in a new shell without exporting anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p var
 [ -s var/demo-secret ] || head -c 48 /dev/urandom | base64 | tr -d '/+=\n' > var/demo-secret
 export SECRET_KEY=$(cat var/demo-secret)
+if [ -z "${DATABASE_URL:-}" ]; then DEMO_DB="sqlite:///$PWD/var/mast.sqlite3"; else DEMO_DB=$DATABASE_URL; fi
+printf '# Written by scripts/demo.sh (make demo); read by mast_site/settings.py. Delete to forget.\nSECRET_KEY=%s\nDATABASE_URL=%s\n' \
+  "$SECRET_KEY" "$DEMO_DB" > var/demo.env
+chmod 600 var/demo.env
 export DEBUG=${DEBUG:-false}
 export ALLOWED_HOSTS=${ALLOWED_HOSTS:-127.0.0.1,localhost}
 # Plain http on loopback: cookies cannot be Secure-only and no HSTS.
@@ -15,7 +21,7 @@ PY=.venv/bin/python
 
 $PY manage.py migrate --noinput
 $PY manage.py collectstatic --noinput >/dev/null
-$PY manage.py seed_demo
+$PY manage.py seed_demo --url "http://127.0.0.1:$PORT"
 
 $PY -m celery -A mast_site worker -l WARNING -P threads --concurrency=4 --without-gossip --without-mingle \
   > var/demo-worker.log 2>&1 &

@@ -2,9 +2,10 @@
 
 from django.urls import path
 
-from annotations.analytics import attribution, views
+from annotations.analytics import attribution, paper_views, views
 
 urlpatterns = [
     path("p/<slug:slug>/analytics/", views.dashboard, name="dashboard"),
     path("p/<slug:slug>/analytics/failures-start/", attribution.failures_start, name="failures_start"),
+    path("p/<slug:slug>/analytics/frameworks/", paper_views.framework_modes_page, name="framework_modes"),
 ]

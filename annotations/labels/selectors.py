@@ -32,7 +32,13 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from annotations.labels.attribution import attribution_as_dict, attribution_of
-from annotations.labels.visibility import BLIND_ROUND_STATES, annotations_visible_to, blind_trace_ids
+from annotations.labels.visibility import (
+    BLIND_ROUND_STATES,
+    anchoring_filter,
+    anchoring_holds_back,
+    annotations_visible_to,
+    blind_trace_ids,
+)
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
 from traces.models import Membership, Project, Trace
@@ -111,11 +117,13 @@ def annotation_history(*, annotation: Annotation) -> QuerySet[AnnotationEvent]:
 
 
 def trace_annotations_visible(*, user, project: Project, trace: Trace) -> QuerySet[Annotation]:
-    """Other raters' annotations of the trace that the blind rule lets this user see."""
-    qs = Annotation.objects.filter(trace=trace)
+    """Other raters' annotations of the trace that the blind rule lets this user see, less what
+    anti-anchoring holds back until she has submitted her own (``anchoring_holds_back``)."""
+    qs = annotations_visible_to(user=user, project=project, qs=Annotation.objects.filter(trace=trace))
+    if anchoring_holds_back(user=user, project=project, trace_id=trace.pk):
+        qs = anchoring_filter(project=project, qs=qs)
     return (
-        annotations_visible_to(user=user, project=project, qs=qs)
-        .exclude(rater__user_id=user.pk)
+        qs.exclude(rater__user_id=user.pk)
         .select_related("rater", "taxonomy_version__taxonomy", "round", "attribution")
         .prefetch_related(Prefetch("labels", queryset=ModeLabel.objects.select_related("mode")))
         .order_by("rater__kind", "rater__name", "id")

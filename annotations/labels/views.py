@@ -26,6 +26,7 @@ from annotations.labels.selectors import (
     trace_annotations_visible,
 )
 from annotations.labels.services import MAX_NOTES, MAX_OPEN_CODE, MAX_OPEN_CODES, MAX_RATIONALE
+from annotations.labels.visibility import anchoring_holds_back
 from taxonomy.selectors import version_modes
 from traces.projects.selectors import project_get_for_user, user_can
 from traces.viewer.selectors import trace_get, trace_viewer_context
@@ -158,6 +159,9 @@ def workspace(request, slug, pk):
         "config": config,
         "snapshot": snapshot,
         "has_suggestions": any(o["suggestion"] for o in others),
+        # Says that peers' labels exist only where the blind rule would show them anyway.
+        "held_back": anchoring_holds_back(user=request.user, project=project, trace_id=trace.pk)
+        and not (round and round.state in ("draft", "open")),
         **trace_viewer_context(trace=trace),
     }
     return render(request, "annotations/labels/workspace.html", context)

@@ -63,3 +63,28 @@ def annotations_visible_to(*, user, project: Project, qs: QuerySet[Annotation] |
 def trace_is_blind(*, trace_id: int) -> bool:
     """True while the trace belongs to a draft or open round."""
     return RoundTrace.objects.filter(trace_id=trace_id, round__state__in=BLIND_ROUND_STATES).exists()
+
+
+def anchoring_holds_back(*, user, project: Project, trace_id: int, role: str | None = None) -> bool:
+    """Anti-anchoring, on top of the blind rule: an annotator sees other raters' labels on a trace
+    only once she has submitted her own annotation of it (any version or round), so that what she
+    decides is her own reading, not a reaction to a peer's. Until then they are held back.
+
+    The one exception is pre-labelling: where a manager turned ``Project.reveal_suggestions`` on,
+    non-human suggestions outside rounds (LLM judge, baseline, imported sources) show at once;
+    humans' labels (e.g. from a closed round she was not in) still wait for her submission.
+    Managers and viewers are not held back: managers adjudicate, viewers do not label.
+    """
+    role = role or project_role(user=user, project=project)
+    if role != Membership.Role.ANNOTATOR:
+        return False
+    return not Annotation.objects.filter(
+        trace_id=trace_id, rater__user_id=user.pk, state=Annotation.State.SUBMITTED
+    ).exists()
+
+
+def anchoring_filter(*, project: Project, qs: QuerySet[Annotation]) -> QuerySet[Annotation]:
+    """What an annotator held back by ``anchoring_holds_back`` may still see of ``qs``."""
+    if not project.reveal_suggestions:
+        return qs.none()
+    return qs.filter(round__isnull=True, rater__kind__in=NON_HUMAN)

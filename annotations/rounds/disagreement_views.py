@@ -81,13 +81,17 @@ def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpRe
 
 
 def _one_disagreement(request: HttpRequest, rnd: Round, trace_id: int, mode_code: str):
-    items = list(round_disagreements(round=rnd, user=request.user, mode_code=mode_code, trace_id=trace_id))
+    """The unit's disagreement (or None) and how many of the round's are still open."""
+    found = round_disagreements(round=rnd, user=request.user, mode_code=mode_code, trace_id=trace_id)
+    items = list(found)
     _decorate(items, rnd.project.slug)
-    return items[0] if items else None
+    return (items[0] if items else None), found.n_open
 
 
 def _render_card(request: HttpRequest, rnd: Round, access, trace_id: int, mode_code: str, error: str = ""):
-    d = _one_disagreement(request, rnd, trace_id, mode_code)
+    """The re-rendered card, and the page's "N still to decide" counter swapped out of band, so the
+    counter follows every decision without a reload."""
+    d, n_open = _one_disagreement(request, rnd, trace_id, mode_code)
     if d is None:
         return HttpResponse("This unit is not a disagreement.", status=404)
     return render(
@@ -102,6 +106,8 @@ def _render_card(request: HttpRequest, rnd: Round, access, trace_id: int, mode_c
             "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
             and (access.can_manage or access.is_annotator),
             "access": access,
+            "n_open": n_open,
+            "count_oob": rnd.state == Round.State.REVIEW,
         },
     )
 

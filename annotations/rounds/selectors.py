@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Exists, Max, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.http import Http404
 
@@ -514,3 +514,34 @@ def project_annotator_choices(*, project: Project) -> QuerySet:
 def round_versions_for_project(*, project: Project) -> QuerySet[TaxonomyVersion]:
     """Taxonomy versions a round may use: published ones and drafts (opening publishes a draft)."""
     return TaxonomyVersion.objects.select_related("taxonomy").order_by("taxonomy__name", "number")
+
+
+def round_rater_prevalence(
+    *, round: Round, rater_names: list[str], n_traces: int | None = None
+) -> dict[tuple[str, str], float]:
+    """{(rater name, mode code): share of the round's traces the rater marked present}, in one
+    query: the round's own submitted annotations for people, and for non-human raters their
+    submitted labels of the round's traces outside rounds under the round's version (as the
+    agreement report reads them). For the report's mode x rater view."""
+    if n_traces is None:
+        n_traces = RoundTrace.objects.filter(round=round).count()
+    if not n_traces or not rater_names:
+        return {}
+    rows = (
+        ModeLabel.objects.filter(
+            Q(annotation__round=round, annotation__rater__kind=Rater.Kind.HUMAN)
+            | Q(
+                annotation__round__isnull=True,
+                annotation__taxonomy_version=round.taxonomy_version,
+                annotation__trace__round_traces__round=round,
+                annotation__rater__kind__in=[Rater.Kind.LLM, Rater.Kind.BASELINE, Rater.Kind.IMPORTED],
+            ),
+            annotation__state=Annotation.State.SUBMITTED,
+            annotation__rater__name__in=rater_names,
+            decision=ModeLabel.Decision.PRESENT,
+        )
+        .values_list("annotation__rater__name", "mode__code")
+        .annotate(n=Count("annotation__trace_id", distinct=True))
+        .order_by()
+    )
+    return {(name, code): n / n_traces for name, code, n in rows}

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotations.models import Round
 from annotations.rounds import report as presentation
 from annotations.rounds.attribution_report import attribution_context
+from annotations.rounds.mode_rater import mode_rater_view
 from annotations.rounds.sampling import STRATA_FIELDS, round_sample_preview
 from annotations.rounds.selectors import (
     project_annotator_choices,
@@ -33,6 +34,7 @@ from annotations.rounds.selectors import (
     round_modes,
     round_open_disagreement_count,
     round_progress,
+    round_rater_prevalence,
     round_require_report_access,
     round_versions_for_project,
 )
@@ -190,7 +192,9 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
                 moved = f" Opening it makes {rnd.taxonomy_version.label} the working version."
             elif Project.objects.get(pk=project.pk).taxonomy_version_id != project.taxonomy_version_id:
                 moved = f" The working version is now {rnd.taxonomy_version.label}."
-            messages.success(request, f"Round {rnd.name} created as a draft. Open it when you are ready.{moved}")
+            # "Round 3 (real traces) created", never "Round Round 3 ...": most rounds are named "Round N".
+            title = rnd.name if rnd.name.lower().startswith("round") else f"Round “{rnd.name}”"
+            messages.success(request, f"{title} created as a draft. Open it when you are ready.{moved}")
             return redirect("annotations:round_detail", slug=slug, pk=rnd.pk)
     return render(
         request,
@@ -319,6 +323,8 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.error(request, _errors(exc))
         extra_ids = []
         report = agreement_report_get(round=rnd)
+    round_modes_by_code = {m.code: m for m in round_modes(version=rnd.taxonomy_version)}
+    raters = list(report.data.get("raters", []))
     return render(
         request,
         "annotations/rounds/report.html",
@@ -335,9 +341,14 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "attribution": attribution_context(report.data.get("attribution")),
             "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True)),
             "nav": "projects",
+            "mode_rater": mode_rater_view(
+                report.data,
+                prevalence=round_rater_prevalence(round=rnd, rater_names=raters, n_traces=report.data.get("n_traces")),
+                names={c: m.name for c, m in round_modes_by_code.items()},
+            ),
             **presentation.report_context(
                 report.data,
-                modes={m.code: m for m in round_modes(version=rnd.taxonomy_version)},
+                modes=round_modes_by_code,
                 categories={c.code: c.name for c in rnd.taxonomy_version.categories.all()},
             ),
         },

@@ -6,11 +6,16 @@ from annotations.demo import credentials, seed_demo
 class Command(BaseCommand):
     help = "Create (or complete) the demo project, users and data. Safe to run again."
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000", help="where the site is served (scripts/demo.sh passes its PORT)"
+        )
+
     def handle(self, *args, **options):
         ctx = seed_demo()
         for line in ctx.log:
             self.stdout.write(f"  {line}")
-        self.stdout.write(self.style.SUCCESS(f"Demo project ready: http://127.0.0.1:8000/p/{ctx.project.slug}/"))
+        self.stdout.write(self.style.SUCCESS(f"Demo project ready: {options['url'].rstrip('/')}/p/{ctx.project.slug}/"))
         self.stdout.write("Log in with one of:")
         for username, password, role in credentials():
             self.stdout.write(f"  {username:8} / {password}   ({role})")

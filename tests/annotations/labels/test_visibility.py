@@ -154,6 +154,8 @@ def test_manager_outside_the_round_sees_labels_to_adjudicate(project, trace, man
 def test_review_reveals_round_labels_when_the_round_allows_it(project, trace, annotator, annotator2):
     rnd = make_round(project, traces=[trace], annotators=[annotator, annotator2])
     human_label(trace, annotator2, round=rnd)
+    mine = human_label(trace, annotator, round=rnd, rationale="mine")
+    Annotation.objects.filter(pk=mine.pk).update(state=Annotation.State.SUBMITTED)  # anti-anchoring: hers first
     rnd.state = "review"
     rnd.save()
     assert visible_raters(annotator, trace) == ["ann2"]

@@ -219,9 +219,10 @@ def test_report_page_query_count_is_pinned(review_round, manager, django_assert_
     c = client_for(manager)
     c.get(url("round_report", review_round))
     # session, user, project, membership, round, is-annotator, fingerprint (3), stored report,
-    # extra raters, trend (2), categories: the stored report is not recomputed, and the modes of
-    # the (published) version come from version_modes' cache, filled by the first request.
-    with django_assert_num_queries(14):
+    # extra raters, trend (2), categories, per-rater prevalence (mode x rater view): the stored
+    # report is not recomputed, and the modes of the (published) version come from
+    # version_modes' cache, filled by the first request.
+    with django_assert_num_queries(15):
         assert c.get(url("round_report", review_round)).status_code == 200
 
 
@@ -389,3 +390,22 @@ def test_round_list_query_count_with_closed_rounds_does_not_grow(
     with django_assert_num_queries(8):
         html = c.get(list_url).content.decode()
     assert html.count('class="rd-xlabel"') == 3
+
+
+def test_recording_a_decision_resends_the_counter_in_pinned_queries(
+    client, project, manager, annotator, annotator2, django_assert_num_queries
+):
+    from tests.annotations.rounds_factories import make_review_round, make_traces
+
+    traces = make_traces(project, 6)
+    rnd = make_review_round(
+        project, manager=manager, annotators=[annotator, annotator2], traces=traces, disagree_on=traces
+    )
+    client.force_login(manager)
+    url = f"/p/{project.slug}/rounds/{rnd.pk}/disagreements/{traces[0].pk}/1.3/adjudicate/"
+    client.post(url, {"decision": "absent"}, HTTP_HX_REQUEST="true")  # warm the session and caches
+    with django_assert_num_queries(23):
+        response = client.post(url, {"decision": "present", "note": "seen"}, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert 'id="rd-open-count"' in body and 'hx-swap-oob="true"' in body
+    assert "<strong>5</strong> still to decide" in body

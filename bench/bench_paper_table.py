@@ -1,0 +1,103 @@
+"""The paper table (framework x mode, all frameworks, 95% CIs) server time for 10,000 traces x 14 modes.
+
+Run: .venv/bin/python bench/bench_paper_table.py [--traces 10000] [--repeat 7]
+
+Uses the database of bench_release.py (mast_bench_release; filled with COPY if missing: 10,000
+traces over seven frameworks, a closed round adjudicating every trace x 14 modes, three raters'
+labels) and times, in this process, the whole request through Django's test client (middleware,
+session, the SQL aggregation, Wilson and ratio CIs, SVG, template): the page per trace and per
+label, one rater's labels, and the CSV, LaTeX and JSON API downloads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_release  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--traces", type=int, default=10000)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    server, url = bench_release.bench_url()
+    admin = f"{server}/postgres"
+    exists = (
+        subprocess.run(
+            ["psql", admin, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{bench_release.BENCH_DB}'"],  # noqa: S608
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        == "1"
+    )
+    if not exists:
+        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {bench_release.BENCH_DB}"], check=True)
+    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-" + "x" * 40)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    os.environ["ALLOWED_HOSTS"] = "testserver,localhost"
+    os.environ["MANIFEST_STATIC"] = "false"  # no collectstatic needed for an in-process client
+    bench_release.setup_django(url)
+    bench_release.fill(args.traces, 3)
+
+    from django.contrib.auth import get_user_model
+    from django.core.cache import cache
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from annotations.models import Rater
+
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE")
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench-manager"))
+    judge = Rater.objects.get(name="bench-judge").pk
+    cases = [
+        ("page, per trace", "/p/bench/analytics/frameworks/"),
+        ("page, per label", "/p/bench/analytics/frameworks/?measure=labels"),
+        ("page, LLM judge", f"/p/bench/analytics/frameworks/?rater={judge}"),
+        ("CSV download", "/p/bench/analytics/frameworks/?format=csv"),
+        ("LaTeX download", "/p/bench/analytics/frameworks/?format=tex"),
+        ("JSON API", "/api/projects/bench/analytics/framework-modes/"),
+    ]
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.repeat} requests per case")
+    print("cold = cache cleared before each request (SQL aggregation + table + CIs + SVG); warm = label matrix cached")
+    print(f"{'case':<24} {'cold min':>9} {'cold median':>12} {'warm median':>12} {'queries':>8} {'SQL ms':>7}  traces")
+    for name, path in cases:
+        client.get(path, secure=True)  # warm the process (imports, templates), like a running server
+        cold, warm = [], []
+        for _ in range(args.repeat):
+            cache.clear()
+            with CaptureQueriesContext(connection) as ctx:
+                t = time.perf_counter()
+                resp = client.get(path, secure=True)
+                cold.append((time.perf_counter() - t) * 1000)
+                n_queries = len(connection.queries_log) - ctx.initial_queries
+                sql_ms = sum(float(q["time"]) for q in list(connection.queries_log)[ctx.initial_queries :]) * 1000
+            assert resp.status_code == 200, resp.status_code
+            t = time.perf_counter()
+            client.get(path, secure=True)
+            warm.append((time.perf_counter() - t) * 1000)
+        found = re.search(rb"All frameworks.{0,80}?n = (\d+)", resp.content, re.S)
+        n = found.group(1).decode() if found else "-"
+        print(
+            f"{name:<24} {min(cold):>9.0f} {statistics.median(cold):>12.0f} {statistics.median(warm):>12.0f} "
+            f"{n_queries:>8} {sql_ms:>7.0f}  {n}"
+        )
+
+
+if __name__ == "__main__":
+    main()
