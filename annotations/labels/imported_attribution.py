@@ -68,7 +68,9 @@ def trail_located_errors(labels: Any, *, span_ids: list[str] | None, where: str)
     errors = labels.get("errors") if isinstance(labels, dict) else None
     if not isinstance(errors, list):
         raise _refuse(f"{where}: labels has no 'errors' list")
-    steps = {sid: i for i, sid in enumerate(span_ids or [])}
+    steps: dict[str, int] = {}
+    for i, sid in enumerate(span_ids or []):
+        steps.setdefault(sid, i)  # a span's first step
     out = []
     for k, err in enumerate(errors):
         if not isinstance(err, dict):

@@ -130,3 +130,56 @@ def test_parquet_bytes_start_with_the_magic_number(tmp_path):
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_pylist([{"trace": "x"}]), buf)
     assert buf.getvalue()[:4] == b"PAR1"
+
+
+TRAIL_TRACE = Path(__file__).resolve().parents[2] / "fixtures" / "import" / "trail_trace.json"
+TRAIL_LABELS = {
+    "trace_id": "trail-demo",
+    "errors": [
+        {
+            "category": "Tool-related",
+            "location": "s23",
+            "evidence": "timeout",
+            "description": "search failed",
+            "impact": "HIGH",
+        },
+        {
+            "category": "Goal Deviation",
+            "location": "s29",
+            "evidence": "",
+            "description": "answered early",
+            "impact": "MEDIUM",
+        },
+    ],
+}
+
+
+def _trail_errors_of(project) -> list[dict]:
+    (a,) = Attribution.objects.filter(annotation__trace__project=project, annotation__rater__name=TRAIL_RATER)
+    return a.errors
+
+
+def _span_step(project, span_id: str) -> int:
+    trace = Trace.objects.get(project=project, format="trail")
+    return trace.metadata["span_ids"].index(span_id)
+
+
+def test_trail_parquet_rows_store_their_located_errors_on_the_steps_of_their_spans(project, tmp_path):
+    path = tmp_path / "trail.parquet"
+    pq.write_table(pa.Table.from_pylist([{"trace": TRAIL_TRACE.read_text(), "labels": json.dumps(TRAIL_LABELS)}]), path)
+    result = traces_import(project=project, paths_or_files=[path])
+    assert result.imported == 1
+    trace = Trace.objects.get(project=project)
+    assert trace.format == "trail" and trace.steps.get(index=_span_step(project, "s23")).kind in ("tool_call", "tool")
+    errors = _trail_errors_of(project)
+    assert [(e["step"], e["severity"], e["category"]) for e in errors] == [
+        (_span_step(project, "s23"), "high", "Tool-related"),
+        (_span_step(project, "s29"), "medium", "Goal Deviation"),
+    ]
+
+
+def test_a_trail_json_file_with_its_labels_stores_them_too(project, tmp_path):
+    path = tmp_path / "trail_with_labels.json"
+    path.write_text(json.dumps({**json.loads(TRAIL_TRACE.read_text()), "labels": TRAIL_LABELS}))
+    traces_import(project=project, paths_or_files=[path])
+    assert [e["category"] for e in _trail_errors_of(project)] == ["Tool-related", "Goal Deviation"]

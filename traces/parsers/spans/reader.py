@@ -164,6 +164,8 @@ def read_spans(fileobj: IO[bytes], *, format: str, filename: str = "") -> Iterat
         )
         if format == "trail":
             trace.benchmark = trace.benchmark or "TRAIL"
+            if "trail_labels" in p.info:
+                trace.metadata["trail_labels"] = p.info["trail_labels"]
         return trace
 
     grouper = _Grouper(build, filename)
@@ -209,6 +211,8 @@ def _units(obj: dict, format: str, label: str, *, filename: str, record: int) ->
         for span in trail_spans(obj, filename=filename, record=record):
             key = span.trace = span.trace or f"record-{record + 1}"
             yield span
+        if obj.get("labels") is not None:  # a TRAIL file that carries its annotations (a source rater's errors)
+            yield key, {"trail_labels": obj["labels"]}
         yield key
     elif format == "langfuse":
         if not langfuse.is_langfuse(obj):

@@ -44,6 +44,8 @@ def parse_trail(trace: dict | str, *, filename: str = "", record: int | None = N
         spans, format="trail", filename=filename, record=record, mas_name="smolagents", looked_for=LOOKED_FOR
     )
     parsed.benchmark = parsed.benchmark or "TRAIL"
+    if trace.get("labels") is not None:  # a TRAIL file that carries its annotations: a source rater's located errors
+        parsed.metadata["trail_labels"] = trace["labels"]
     return parsed
 
 

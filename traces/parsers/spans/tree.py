@@ -46,14 +46,16 @@ class _Builder:
         self.calls_by_id: dict[str, int] = {}
         self.calls_by_sig: dict[tuple[str, str], int] = {}
         self.hidden = 0
+        self.span_id = ""  # the span being walked: each step records the span it came from
 
     def emit(self, agent: str, kind: str, content: str, label: str, parent: int | None, **extra: object) -> int:
         self.msgs.append(Message(agent, kind, content, label))
-        self.extra.append({"parent": parent, **extra})
+        self.extra.append({"parent": parent, "span": self.span_id, **extra})
         return len(self.msgs) - 1
 
     def walk(self, span: Span, children: dict[str, list[Span]], agent: str, anchor: int | None) -> None:
         first = len(self.msgs)
+        self.span_id = span.id
         kind = span.kind
         if kind == AGENT:
             agent = span.agent or span.name or agent
@@ -94,6 +96,7 @@ class _Builder:
         kids = children.get(span.id, ())
         for child in kids:
             self.walk(child, children, agent, anchor)
+        self.span_id = span.id
         if kind in (AGENT, CHAIN) and span.output_text and not self._said(span.output_text, first):
             if kind == AGENT or not kids or span.parent == "":
                 who = agent or span.agent or "assistant"
@@ -250,6 +253,9 @@ def spans_to_trace(
             info.setdefault(k, v)
     models = Counter(st.model for st in steps if st.model)
     meta: dict = {"source_format": "json", "spans": len(spans)}
+    # the span each step came from (position = step index): located errors given by span id
+    # (TRAIL's labels) find their step through it
+    meta["span_ids"] = [ex.get("span", "") for ex in b.extra]
     if trace_id:
         meta["trace_id"] = trace_id
     if orphans:
