@@ -88,8 +88,17 @@ def test_a_mixed_batch_shows_one_line_per_file_with_what_it_became(
         str(run / "Weather_CLI.prompt"),
         str(run / "meta.txt"),
     ]
-    good = [*chatdev, str(import_fixtures / "claude_session.jsonl"), str(import_fixtures / "autogen_taskresult.json")]
-    # (after the imp-spans merge an OTLP file joins this batch)
+    good = [
+        *chatdev,
+        str(import_fixtures / "claude_session.jsonl"),
+        str(import_fixtures / "autogen_taskresult.json"),
+        str(import_fixtures / "otlp_genai.jsonl"),
+    ]
+    from traces.parsers import formats
+
+    (otlp,) = [f for f in formats() if f.name == "otlp"]
+    with open(import_fixtures / "otlp_genai.jsonl", "rb") as f:
+        n_otlp_traces = sum(1 for _ in otlp.read(f, filename="otlp_genai.jsonl"))
     login(page, manager)
 
     page.goto(f"{live_server.url}/p/{project.slug}/import/")
@@ -97,8 +106,8 @@ def test_a_mixed_batch_shows_one_line_per_file_with_what_it_became(
     page.click(".import-form button[type=submit]")
     page.wait_for_selector("#import-job[data-status=failed]", timeout=60000)
     rows = page.locator("[data-testid=import-files] tbody tr")
-    assert rows.count() == 6  # one line per file, none dropped
-    lines = {rows.nth(i).locator(".file-name").inner_text(): rows.nth(i) for i in range(6)}
+    assert rows.count() == 7  # one line per file, none dropped
+    lines = {rows.nth(i).locator(".file-name").inner_text(): rows.nth(i) for i in range(7)}
     assert lines["not_objects.json"].get_attribute("data-status") == "refused"
     assert "record 1: record is null, expected an object" in lines["not_objects.json"].inner_text()
     assert lines["claude_session.jsonl"].get_attribute("data-status") == "not stored"
@@ -111,8 +120,8 @@ def test_a_mixed_batch_shows_one_line_per_file_with_what_it_became(
     page.click(".import-form button[type=submit]")
     page.wait_for_selector("#import-job[data-status=done]", timeout=60000)
     rows = page.locator("[data-testid=import-files] tbody tr")
-    assert rows.count() == 5
-    text = {rows.nth(i).locator(".file-name").inner_text(): rows.nth(i).inner_text() for i in range(5)}
+    assert rows.count() == 6
+    text = {rows.nth(i).locator(".file-name").inner_text(): rows.nth(i).inner_text() for i in range(6)}
     assert "Claude session JSONL" in text["claude_session.jsonl"] and "test-finder" in text["claude_session.jsonl"]
     assert (
         "AutoGen TaskResult" in text["autogen_taskresult.json"]
@@ -120,7 +129,8 @@ def test_a_mixed_batch_shows_one_line_per_file_with_what_it_became(
     )
     assert "ChatDev log" in text["Weather_CLI_DemoOrg_20261130090000.log"]
     assert "ChatDev task prompt" in text["Weather_CLI.prompt"]
-    assert page.inner_text("[data-figure=imported]") == "3"
+    assert "OTLP/JSON spans" in text["otlp_genai.jsonl"]
+    assert page.inner_text("[data-figure=imported]") == str(3 + n_otlp_traces)
     screenshot(page, "import-mixed-done")
 
 
