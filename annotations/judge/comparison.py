@@ -9,9 +9,9 @@ both labelled, and each mode's prevalence three ways (``prevalence.prevalence_th
 Decisions:
 - A run's labels are its rater's annotations of the run's traces (a later run of the same model
   and prompt replaces them); an imported rater's are all its annotations in the project.
-- Only labels in the chosen version's codes count. TODO(after merge with branch loop): map other
-  versions' agreed labels onto the target with its "agreed labels mapped onto a target version"
-  function, and default the version to the project's working version.
+- The reference is ``rounds.agreed.agreed_labels_on_version`` on the chosen version (default: the
+  project's working version): agreed labels of other versions are mapped onto it; values a
+  mapping cannot decide are unknown and left out. The judges' own labels count in that version.
 - The viewer's blind rule applies (``annotations_visible_to``), as on every judge page.
 - The intervals use 1,000 resamples with a fixed seed, so the page, the API, the CSV and the
   LaTeX table show the same numbers.
@@ -29,7 +29,7 @@ from annotations.judge.comparison_stats import MIN_RELIABLE, STATS, compare
 from annotations.judge.prevalence import prevalence_three_ways
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeRun, ModeLabel, Rater, Round
-from annotations.rounds.agreed import agreed_adjudications, agreed_labels
+from annotations.rounds.agreed import agreed_labels_on_version
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.models import Project
@@ -60,13 +60,11 @@ def comparison_choices(*, project: Project) -> list[Source]:
 
 
 def _reference(*, project: Project, round: Round | None, version: TaxonomyVersion) -> dict[tuple[int, str], int]:
-    if round is not None:
-        rows = agreed_adjudications(project=project, round=round).values_list("trace_id", "mode__code", "decision")
-        return {(t, c): int(d == "present") for t, c, d in rows if d in ("present", "absent")}
-    return {
-        (a.trace_id, a.mode_code): int(a.decision == "present")
-        for a in agreed_labels(project=project, taxonomy_version=version)
-    }
+    """The agreed human labels of the round (its consensus) or of the project, on ``version``:
+    labels given on other versions come through the recorded mappings; a value a mapping cannot
+    decide is left out (unknown), never guessed."""
+    agreed = agreed_labels_on_version(project=project, target=version, round=round)
+    return {(t, c): v for t, codes in agreed.labels.items() for c, v in codes.items()}
 
 
 def _labels(*, user, project: Project, version: TaxonomyVersion, source: Source) -> dict[tuple[int, str], int]:

@@ -247,7 +247,7 @@ def rater_import(
     name = (name or "").strip()
     if not name:
         raise ValidationError({"name": "the rater's name, e.g. “o1 (agentdash, lab B)”"})
-    # TODO(after merge with branch loop): default to the project's working version.
+    # the default is the project's working version (Project.taxonomy_version)
     version = taxonomy_version or project.taxonomy_version
     if version is None:
         raise ValidationError("The project has no taxonomy version.")

@@ -166,7 +166,7 @@ def judge_run_create(
     ``connection`` (one of the project's) gives the base URL, the key and the prices (prices
     given here override its); ``taxonomy_version`` is any published version (default: the
     project's). The run's estimate (``judge_run_estimate``) is stored with it."""
-    # TODO(after merge with branch loop): default to the project's working version instead.
+    # the default is the project's working version (Project.taxonomy_version)
     version = taxonomy_version or project.taxonomy_version
     if version is None:
         raise ValidationError("The project has no taxonomy version; set one before running a judge.")

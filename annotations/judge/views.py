@@ -114,7 +114,7 @@ class RunForm(forms.Form):
             (str(v.pk), v.label) for v in versions
         ]
         if project.taxonomy_version_id and not self.is_bound:
-            # TODO(after merge with branch loop): default to the project's working version.
+            # default: the project's working version (Project.taxonomy_version)
             self.initial["taxonomy_version"] = str(project.taxonomy_version_id)
         choices = [("all", "All traces"), ("unlabelled", "Unlabelled traces (no human labels, no agreed labels)")]
         for rnd in Round.objects.filter(project=project).order_by("-created_at")[:50]:
