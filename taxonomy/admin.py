@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from taxonomy.models import Category, FailureMode, ModeMapping, Taxonomy, TaxonomyVersion
+from taxonomy.models import Category, CrossMapping, FailureMode, ModeMapping, Taxonomy, TaxonomyVersion
 
 
 class CategoryInline(admin.TabularInline):
@@ -38,3 +38,12 @@ class TaxonomyVersionAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return not (obj and obj.is_published)
+
+
+@admin.register(CrossMapping)
+class CrossMappingAdmin(admin.ModelAdmin):
+    """Mappings between versions not drafted from one another (edited on Taxonomies -> Mappings)."""
+
+    list_display = ["source", "target", "old_code", "new_code", "kind"]
+    list_filter = ["kind"]
+    list_select_related = ["source__taxonomy", "target__taxonomy"]

@@ -1063,6 +1063,7 @@ export function mountViewer(rootEl, options = {}) {
     focusLine: (n, end) => impl.focusLine(n, end),
     currentStep: () => impl.currentStep(),
     outline: () => impl.outline,
+    ensureOutline: () => impl.ensureOutline(), // a promise of the outline (fetched once, shared)
     setMarks: (map) => impl.setMarks(map),
     nextMark: () => impl.nextMark(),
     prevMark: () => impl.prevMark(),

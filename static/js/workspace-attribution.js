@@ -24,9 +24,13 @@ export function createAttribution({ viewer, outline, get, set, presentModes, loc
   const clearEl = document.getElementById("ws-attr-clear");
   const confirmEl = document.getElementById("ws-attr-confirm");
 
+  // The step's agent: from the outline once it arrived (fetched after first paint), else from the
+  // step's card, which is on screen when the step is focused.
   function stepAgent(i) {
-    if (!outline || !outline.agents || !outline.a || typeof outline.a[i] !== "number") return "";
-    return outline.agents[outline.a[i]] || "";
+    const o = (viewer && typeof viewer.outline === "function" && viewer.outline()) || outline;
+    if (o && o.agents && o.a && typeof o.a[i] === "number") return o.agents[o.a[i]] || "";
+    const card = document.querySelector(`.tv-step[data-step="${Number(i)}"] .tv-agent`);
+    return card ? card.textContent.trim() : "";
   }
 
   function blank() {

@@ -333,6 +333,7 @@ def test_real_chatdev_trace_reads_well(page, live_server, login, viewer, project
     login(page, viewer)
     errors = open_trace(page, live_server, trace)
     assert errors == []
+    page.wait_for_selector(".tv-legend-item")  # the legend comes with the outline, fetched after first paint
     agents = set(page.locator(".tv-legend-item").all_inner_texts())
     assert {"Programmer", "Code Reviewer"} <= agents
     page.keyboard.press("j")

@@ -115,9 +115,10 @@ def test_outsider_gets_404(client, project, outsider, data):
 def test_dashboard_query_count_is_pinned(client, project, manager, data, django_assert_num_queries):
     client.force_login(manager)
     client.get(url(project, mas_name="AG2"))  # warm the session; another filter, so nothing is cached for the next
-    # 17: the project version's modes are cached by version_modes since the first request; the
-    # target version's choices (the version graph: 2, the versions: 1) and the mappings' fingerprint (1)
-    with django_assert_num_queries(17):
+    # 18: the project version's modes are cached by version_modes since the first request; the
+    # target version's choices (the version graph: 2, the versions: 1), the mappings' fingerprint (1),
+    # and the versions once more for the mapping-counts block
+    with django_assert_num_queries(18):
         resp = client.get(url(project, a="mas_name:ChatDev", b="llm_name:claude"))
     assert resp.status_code == 200
 

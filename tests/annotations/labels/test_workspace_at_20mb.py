@@ -23,7 +23,8 @@ def test_labelling_page_at_20_mb_makes_a_fixed_number_of_queries(client, project
     # session, user, project, role, trace (without its text), blind-round check, my annotation, its open
     # codes, its labels, visible annotations of others (+ their labels), the project's open codes,
     # first window of steps
-    with django_assert_num_queries(12) as ctx:
+    # 13: + whether anyone in the round attributes (the attribution panel)
+    with django_assert_num_queries(13) as ctx:
         r = client.get(url)
     assert r.status_code == 200
     assert not any("raw_text" in q["sql"] for q in ctx.captured_queries)
