@@ -46,7 +46,8 @@ def test_mark_decisive_step_by_keyboard_adjudicate_and_find_it_in_the_release(
     )
     annotation_submit(annotation=other, by=annotator2, base_revision=other.revision)
 
-    # ann1, keyboard only: j j -> step 2 (the first j moves from step 0 to step 1), m marks it decisive, then every mode absent, Ctrl+Enter.
+    # ann1, keyboard only: j j -> step 2 (the first j moves on from step 0), m marks it decisive,
+    # then every mode absent, Ctrl+Enter.
     page.set_default_timeout(45000)  # the shared machine is loaded (load average ~11 while written)
     login(page, annotator)
     page.goto(f"{live_server.url}/p/{project.slug}/traces/{trace.pk}/label/?round={rnd.pk}")

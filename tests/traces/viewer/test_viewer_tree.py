@@ -51,7 +51,9 @@ def test_outline_api_has_the_tree_for_span_traces_only(client, viewer, span_trac
     assert "tree" not in client.get(api(flat_trace, "outline/")).json()
 
 
-def test_span_and_flat_trace_pages_cost_the_same_queries(client, viewer, span_trace, flat_trace, django_assert_num_queries):
+def test_span_and_flat_trace_pages_cost_the_same_queries(
+    client, viewer, span_trace, flat_trace, django_assert_num_queries
+):
     client.force_login(viewer)
     # session, user, project, role, trace, first window of steps; the outline (with the tree of a
     # span trace) is not in the HTML: the viewer fetches it from the outline API after first paint
