@@ -84,14 +84,14 @@ def _next_step(*, slug, working, rounds, runs, release, newer, has_traces, last_
             "Label a first sample blind with two or more annotators.", "annotations:round_list", "Create a round"
         )
     for state, text, label in (
-        (Round.State.REVIEW, "Round {name} is in review: decide its disagreements, then close it.", "Adjudicate"),
-        (Round.State.OPEN, "Round {name} is open: annotators are labelling blind.", "See progress"),
-        (Round.State.DRAFT, "Round {name} is a draft: open it so annotators can start.", "Open the round"),
+        (Round.State.REVIEW, "{name} is in review: decide its disagreements, then close it.", "Adjudicate"),
+        (Round.State.OPEN, "{name} is open: annotators are labelling blind.", "See progress"),
+        (Round.State.DRAFT, "{name} is a draft: open it so annotators can start.", "Open the round"),
     ):
         live = [r for r in rounds if r.state == state]
         if live:
             r = live[-1]
-            return step(text.format(name=r.name), "annotations:round_detail", label, pk=r.pk)
+            return step(text.format(name=r.title), "annotations:round_detail", label, pk=r.pk)
     if newer is not None and newer.is_published:
         return {
             "text": f"{newer.label} revises the working version {working.label}: make it the working version.",
@@ -115,7 +115,7 @@ def _next_step(*, slug, working, rounds, runs, release, newer, has_traces, last_
         release is None or (last_closed.closed_at and release.created_at < last_closed.closed_at)
     ):
         return step(
-            f"Round {last_closed.name}'s labels are not in a release yet.",
+            f"{last_closed.title}'s labels are not in a release yet.",
             "annotations:release_list",
             "Build a release",
         )

@@ -51,6 +51,12 @@ class Round(models.Model):
         return self.name
 
     @property
+    def title(self) -> str:
+        """How sentences name the round: "Round 3 (real traces)", never "Round Round 3 ..." (most
+        rounds are named "Round N"); other names are quoted: Round “Pilot”."""
+        return self.name if self.name.lower().startswith("round") else f"Round “{self.name}”"
+
+    @property
     def is_blind(self) -> bool:
         return self.state in (self.State.DRAFT, self.State.OPEN)
 

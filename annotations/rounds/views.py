@@ -192,9 +192,7 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
                 moved = f" Opening it makes {rnd.taxonomy_version.label} the working version."
             elif Project.objects.get(pk=project.pk).taxonomy_version_id != project.taxonomy_version_id:
                 moved = f" The working version is now {rnd.taxonomy_version.label}."
-            # "Round 3 (real traces) created", never "Round Round 3 ...": most rounds are named "Round N".
-            title = rnd.name if rnd.name.lower().startswith("round") else f"Round “{rnd.name}”"
-            messages.success(request, f"{title} created as a draft. Open it when you are ready.{moved}")
+            messages.success(request, f"{rnd.title} created as a draft. Open it when you are ready.{moved}")
             return redirect("annotations:round_detail", slug=slug, pk=rnd.pk)
     return render(
         request,
