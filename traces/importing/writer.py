@@ -10,12 +10,16 @@ written, every hook's ``on_trace`` is called for its traces (see ``traces.import
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
 from django.utils import timezone
 from psycopg.copy import QueuedLibpqWriter
+from psycopg.types.json import set_json_dumps
 
 from traces.importing.hooks import ImportBatch
 from traces.models import ImportJob, Project, Step, Trace
@@ -99,8 +103,8 @@ class TraceWriter:
             )
             ids = [r[0] for r in cursor.fetchall()]
             pg = cursor.cursor  # the psycopg cursor under Django's wrapper
-            trace_sql = f"COPY {Trace._meta.db_table} ({', '.join(_quote(c) for c in _TRACE_COLUMNS)}) FROM STDIN"
-            with pg.copy(trace_sql, writer=QueuedLibpqWriter(pg)) as copy:
+            set_json_dumps(_dumps, context=pg)
+            with _copy(pg, Trace._meta.db_table, _TRACE_COLUMNS) as copy:
                 for trace_id, p in zip(ids, pending, strict=True):
                     row = p.row
                     copy.write_row(
@@ -117,7 +121,7 @@ class TraceWriter:
                             row["raw_text"],
                             row["size_bytes"],
                             row["content_hash"],
-                            json.dumps(row["metadata"], ensure_ascii=False),
+                            row["metadata"],
                             row["outcome"],
                             row["n_steps"],
                             row["n_agents"],
@@ -125,22 +129,19 @@ class TraceWriter:
                             row["n_chars"],
                             row["n_lines"],
                             row["n_repeated_steps"],
-                            json.dumps(row["agents"], ensure_ascii=False),
+                            row["agents"],
                             row["import_job_id"],
                             self.now,
                         )
                     )
             tree = any(_has_tree(p.parsed) for p in pending)
             columns = _STEP_COLUMNS + _TREE_COLUMNS if tree else _STEP_COLUMNS
-            step_sql = f"COPY {Step._meta.db_table} ({', '.join(_quote(c) for c in columns)}) FROM STDIN"
-            with pg.copy(step_sql, writer=QueuedLibpqWriter(pg)) as copy:
+            with _copy(pg, Step._meta.db_table, columns) as copy:
                 write = copy.write_row
-                dumps = json.dumps
                 for trace_id, p in zip(ids, pending, strict=True):
                     for st in p.parsed.steps:
-                        details = dumps(st.details, ensure_ascii=False) if st.details else "{}"
                         row = (trace_id, st.index, st.agent[:200], st.kind, st.content, st.line_start, st.line_end)
-                        row += (details,)
+                        row += (st.details,)
                         if tree:
                             row += _tree_values(st)
                         write(row)
@@ -189,7 +190,29 @@ def _promote_details(st: ParsedStep) -> None:
 
 def _tree_values(st: ParsedStep) -> tuple:
     """parent_index, model, input_tokens, output_tokens, started_at, duration_ms (None when not given)."""
-    return (st.parent, st.model[:100], st.input_tokens, st.output_tokens, st.started_at or None, st.duration_ms)
+    started = datetime.fromisoformat(st.started_at) if st.started_at else None
+    return (st.parent, st.model[:100], st.input_tokens, st.output_tokens, started, st.duration_ms)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+_COLUMN_TYPES: dict[str, dict[str, int]] = {}
+
+
+@contextmanager
+def _copy(pg: Any, table: str, columns: tuple[str, ...]) -> Iterator[Any]:
+    """A binary COPY into ``table``: no text escaping on either side (the steps' text is most of an
+    import's bytes). Binary COPY needs each column's exact type, read once from the catalog."""
+    types = _COLUMN_TYPES.get(table)
+    if types is None:
+        pg.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0", [table])
+        types = _COLUMN_TYPES[table] = {name: int(oid) for name, oid in pg.fetchall()}
+    sql = f"COPY {table} ({', '.join(_quote(c) for c in columns)}) FROM STDIN (FORMAT BINARY)"
+    with pg.copy(sql, writer=QueuedLibpqWriter(pg)) as copy:
+        copy.set_types([types[c] for c in columns])
+        yield copy
 
 
 def _quote(column: str) -> str:

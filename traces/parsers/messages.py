@@ -6,6 +6,7 @@ import json
 import re
 
 from traces.parsers.base import ParsedTrace, ParseError
+from traces.parsers.jsonload import loads
 from traces.parsers.render import Message, render, text_of
 
 TERMINAL_AGENTS = frozenset({"computer_terminal", "computerterminal", "code_executor", "executor"})
@@ -56,7 +57,9 @@ def to_messages(items: list, *, filename: str = "") -> list[Message]:
     # code followed by its execution output: a tool call and a tool output. MathChat's
     # proxy answers code with bare results ("29.0"), so an executor's reply counts too.
     for prev, nxt in zip(msgs, msgs[1:], strict=False):
-        if prev.kind != "message" or prev.agent == nxt.agent or not _CODE_FENCE.search(prev.content):
+        if prev.kind != "message" or prev.agent == nxt.agent or "```" not in prev.content:
+            continue  # the substring test first: the regex would scan every message without a fence
+        if not _CODE_FENCE.search(prev.content):
             continue
         if nxt.kind == "tool_output" or (nxt.kind == "message" and _is_executor(nxt.agent)):
             prev.kind, nxt.kind = "tool_call", "tool_output"
@@ -75,7 +78,7 @@ def _call_text(call: object) -> str:
 
 def load_json(text: str, *, filename: str = "") -> object:
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as e:
         raise ParseError(f"invalid JSON: {e.msg} (column {e.colno})", filename=filename, line=e.lineno) from None
 
@@ -86,7 +89,7 @@ def load_jsonl(text: str, *, filename: str = "") -> list:
         if not raw.strip():
             continue
         try:
-            rows.append(json.loads(raw))
+            rows.append(loads(raw))
         except json.JSONDecodeError as e:
             raise ParseError(f"invalid JSON line: {e.msg} (column {e.colno})", filename=filename, line=n) from None
     return rows
