@@ -25,6 +25,36 @@ ARTIFACTS = REPO / "test-artifacts"
 FAST_PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+def _xdist_separate(url: str, worker: str) -> str:
+    """The broker URL of one xdist worker: its own Redis database (gw0 keeps the given one)."""
+    base, _, db = url.rpartition("/")
+    n = int(worker.removeprefix("gw") or 0)
+    return f"{base}/{(int(db) - n) % 16}" if url.startswith("redis") and db.isdigit() else url
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _xdist_worker_isolation():
+    """Under ``pytest -n N`` (scripts/test.sh), each worker already has its own test database
+    (pytest-django); it also gets its own Redis database and media directory, so one worker's
+    Celery purge or release files never touch another's. Subprocesses (the Celery worker) inherit
+    them through the environment."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        yield
+        return
+    from django.conf import settings
+    from django.test import override_settings
+
+    from mast_site.celery import app
+
+    broker = _xdist_separate(settings.CELERY_BROKER_URL, worker)
+    media = str(Path(settings.MEDIA_ROOT) / worker)
+    os.environ["CELERY_BROKER_URL"], os.environ["MEDIA_ROOT"] = broker, media
+    app.conf.broker_url = broker
+    with override_settings(CELERY_BROKER_URL=broker, MEDIA_ROOT=media):
+        yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _fast_password_hashing():
     from django.test import override_settings

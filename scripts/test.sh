@@ -18,4 +18,6 @@ fi
   echo "ERROR: an import breaks a layer contract (pyproject.toml [tool.importlinter])." >&2; exit 1; }
 .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null || {
   echo "ERROR: models changed without a migration (run manage.py makemigrations)." >&2; exit 1; }
-exec .venv/bin/pytest --create-db "$@"
+# Two processes (pytest-xdist, one file at a time each): on two cores the browser, worker and
+# network waits of one overlap the other's work. MAST_TEST_WORKERS=0 runs in one process.
+exec .venv/bin/pytest --create-db -n "${MAST_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -16,8 +16,8 @@ import pytest
 from annotations.judge.connections import connection_save
 from annotations.judge.runs import judge_run_create
 from annotations.models import JudgeRun
-from annotations.releases.services import release_build, release_create
 from annotations.releases.jobs import release_dir
+from annotations.releases.services import release_build, release_create
 from tests.annotations.conftest import make_judge_traces
 from tests.llm_server import LLMServer
 
