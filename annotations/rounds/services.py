@@ -26,6 +26,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -398,6 +399,13 @@ def agreement_report_compute(
         seed=seed,
     )
     data["attribution"] = round_attribution_report(round=round, n_boot=n_boot, seed=seed)
+    # each rater's share of the round's traces marked present, per mode (the mode x rater view);
+    # from the matrix in hand, not a COUNT(DISTINCT) over every mode label on each page view
+    present = (np.asarray(matrix.labels) == 1).sum(axis=1) / max(1, len(matrix.trace_ids))
+    data["rater_prevalence"] = {
+        rater: {code: float(present[i, j]) for j, code in enumerate(matrix.modes)}
+        for i, rater in enumerate(matrix.raters)
+    }
     data["rater_ids"] = matrix.rater_ids
     data["human_raters"] = len(matrix.raters) - len(extra_rater_ids)
     return data
@@ -413,7 +421,8 @@ def agreement_report_get(*, round: Round, extra_rater_ids: Sequence[int] = (), f
     extra = sorted(set(extra_rater_ids))
     fingerprint = _fingerprint(round_labels_fingerprint_parts(round=round, extra_rater_ids=extra))
     stored = AgreementReport.objects.filter(round=round, rater_set=key).first()
-    if stored is not None and stored.fingerprint == fingerprint and not force and "attribution" in stored.data:
+    current = stored is not None and {"attribution", "rater_prevalence"} <= stored.data.keys()
+    if current and stored.fingerprint == fingerprint and not force:
         return stored
     data = agreement_report_compute(round=round, extra_rater_ids=extra)
     report, _ = AgreementReport.objects.update_or_create(
