@@ -217,10 +217,11 @@ def main() -> None:
     ap.add_argument("--text-kb", type=int, default=2, help="KB of text per trace (100 = the issue's 10 GB)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
+    ap.add_argument("--db", default=BENCH_DB, help=f"bench database name (default {BENCH_DB})")
     ap.add_argument("--no-release", action="store_true")
     ap.add_argument("--list-only", action="store_true", help="only the trace list (the rest takes minutes at 100,000)")
     args = ap.parse_args()
-    env = bench_env(BENCH_DB, MAST_VAR_DIR=str(REPO / "var" / "bench_large"))
+    env = bench_env(args.db, MAST_VAR_DIR=str(REPO / "var" / "bench_large"))
     fresh = create_bench_db(env, reuse=args.reuse)
     django_setup(env)
     if fresh:

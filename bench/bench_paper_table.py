@@ -15,7 +15,6 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,26 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", type=int, default=10000)
+    ap.add_argument("--db", default=bench_release.BENCH_DB, help="bench database name")
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    server, url = bench_release.bench_url()
-    admin = f"{server}/postgres"
-    exists = (
-        subprocess.run(
-            ["psql", admin, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{bench_release.BENCH_DB}'"],  # noqa: S608
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        == "1"
-    )
-    if not exists:
-        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {bench_release.BENCH_DB}"], check=True)
-    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-" + "x" * 40)}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    os.environ["ALLOWED_HOSTS"] = "testserver,localhost"
-    os.environ["MANIFEST_STATIC"] = "false"  # no collectstatic needed for an in-process client
-    bench_release.setup_django(url)
+    bench_release.bench_database(args.db)
     bench_release.fill(args.traces, 3)
 
     from django.contrib.auth import get_user_model

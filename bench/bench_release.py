@@ -26,6 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdb import bench_env, create_bench_db, django_setup  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_release"
 FRAMEWORKS = ["ChatDev", "MetaGPT", "AG2", "HyperAgent", "AppWorld", "Magentic-One", "OpenManus"]
@@ -33,23 +37,12 @@ LLMS = ["gpt-4o", "claude-3.7-sonnet", "qwen-2.5-72b"]
 BENCHMARKS = ["ProgramDev", "GSM-Plus", "SWE-Bench-Lite", "GAIA"]
 
 
-def bench_url() -> tuple[str, str]:
-    base = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
-    if not base.startswith("postgres"):
-        sys.exit("bench_release needs PostgreSQL (DATABASE_URL=postgres://...)")
-    server = base.rsplit("/", 1)[0]
-    return server, f"{server}/{BENCH_DB}"
-
-
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
-    os.environ.setdefault("MAST_VAR_DIR", str(REPO / "var" / "bench_release"))
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
+def bench_database(db_name: str = BENCH_DB, *, fresh: bool = False) -> dict[str, str]:
+    """Create (kept unless `fresh`) and migrate `db_name` (benchdb), set Django up; its environment."""
+    env = bench_env(db_name, MAST_VAR_DIR=str(REPO / "var" / "bench_release"))
+    create_bench_db(env, reuse=not fresh)
+    django_setup(env)
+    return env
 
 
 def _copy(cursor, table: str, columns: list[str], rows) -> None:
@@ -78,7 +71,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
     project.save(update_fields=["taxonomy_version"])
     membership_set(project=project, user=manager, role="manager")
     if Trace.objects.filter(project=project).count() == n_traces:
-        print(f"reusing {n_traces} traces in {BENCH_DB}")
+        print(f"reusing {n_traces} traces")
         return
     rng = random.Random(seed)
     modes = list(version.modes.order_by("order", "code").values_list("id", "code"))
@@ -265,36 +258,14 @@ def main() -> None:
     ap.add_argument("--raters", type=int, default=3)
     ap.add_argument("--fresh", action="store_true", help="drop and recreate the bench database")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--db", default=BENCH_DB, help=f"bench database name (default {BENCH_DB})")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    server, url = bench_url()
     if args.child:
-        setup_django(url)
+        django_setup(dict(os.environ))
         print(json.dumps(build_once(args.child.split(","))))
         return
-    admin = f"{server}/postgres"
-    exists = (
-        subprocess.run(
-            ["psql", admin, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{BENCH_DB}'"],  # noqa: S608 - a constant
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        == "1"
-    )
-    if args.fresh and exists:
-        subprocess.run(["psql", admin, "-qc", f"DROP DATABASE {BENCH_DB}"], check=True)
-        exists = False
-    if not exists:
-        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {BENCH_DB}"], check=True)
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-" + "x" * 40),
-        "MAST_VAR_DIR": str(REPO / "var" / "bench_release"),
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    setup_django(url)
+    env = bench_database(args.db, fresh=args.fresh)
     fill(args.traces, args.raters)
     from django.db import connection
 
