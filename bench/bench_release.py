@@ -45,7 +45,8 @@ def bench_database(db_name: str = BENCH_DB, *, fresh: bool = False) -> dict[str,
     return env
 
 
-def _copy(cursor, table: str, columns: list[str], rows) -> None:
+def copy_rows(cursor, table: str, columns: list[str], rows) -> None:
+    """COPY `rows` (tuples in `columns` order) into `table` on a psycopg cursor."""
     cols = ", ".join(f'"{c}"' for c in columns)
     with cursor.copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
         for row in rows:
@@ -117,7 +118,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
                     now,
                 )
 
-        _copy(
+        copy_rows(
             cur,
             "traces_trace",
             [
@@ -150,13 +151,13 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
             project=project, name="Bench round", taxonomy_version=version, state="closed", closed_at=now
         )
         truth = {tid: {code for _, code in modes if rng.random() < rates[code]} for tid in trace_ids}
-        _copy(
+        copy_rows(
             cur,
             "annotations_roundtrace",
             ["round_id", "trace_id", "order"],
             ((rnd.pk, tid, i) for i, tid in enumerate(trace_ids)),
         )
-        _copy(
+        copy_rows(
             cur,
             "annotations_adjudication",
             ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"],
@@ -166,7 +167,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
                 for mid, code in modes
             ),
         )
-        _copy(
+        copy_rows(
             cur,
             "annotations_annotation",
             [
@@ -209,7 +210,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
                         None,
                     )
 
-        _copy(
+        copy_rows(
             cur,
             "annotations_modelabel",
             ["annotation_id", "mode_id", "decision", "evidence", "rationale", "confidence"],
@@ -221,8 +222,9 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
     )
 
 
-def build_once(formats: list[str]) -> dict:
-    """Runs in a fresh process: create + build one release, report time and peak RSS."""
+def build_once(formats: list[str], *, trace_text: bool = False) -> dict:
+    """Create + build one release of the bench project as the Celery task does (in a fresh process
+    for the peak RSS to mean something), report time, traces, files and peak RSS."""
     from django.contrib.auth import get_user_model
 
     from annotations.releases.services import release_build, release_create
@@ -237,7 +239,7 @@ def build_once(formats: list[str]) -> dict:
         by=manager,
         enqueue=False,
         title=f"bench run {time.time_ns()}",  # a distinct request: identical ones return the last release
-        options={"formats": formats, "trace_text": False, "raters": True, "judge": True, "evidence": True},
+        options={"formats": formats, "trace_text": trace_text, "raters": True, "judge": True, "evidence": True},
     )
     release = release_build(release_id=release.pk)
     elapsed = time.perf_counter() - t
