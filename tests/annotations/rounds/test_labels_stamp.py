@@ -152,3 +152,15 @@ def test_a_decision_in_review_bumps_the_stamp_and_leaves_the_stored_report(revie
     assert agreed_labels_stamp(project=project) > before
     # the report is about the raters' labels, which did not change
     assert AgreementReport.objects.get(pk=stored.pk).computed_at == agreement_report_get(round=rnd).computed_at
+
+
+def test_a_report_stored_without_prevalences_gets_them_without_a_recompute(review_round, annotator):
+    rnd, _ = review_round
+    stored = agreement_report_get(round=rnd)
+    expected = stored.data["rater_prevalence"]
+    data = {k: v for k, v in stored.data.items() if k != "rater_prevalence"} | {"kept": True}
+    AgreementReport.objects.filter(pk=stored.pk).update(data=data)
+    again = agreement_report_get(round=rnd)
+    assert again.data["kept"] is True  # the stored statistics were kept, not recomputed
+    assert again.data["rater_prevalence"] == expected
+    assert expected[annotator.username]["1.1"] == 1.0
