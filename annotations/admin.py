@@ -13,6 +13,7 @@ from annotations.models import (
     JudgeCache,
     JudgeItem,
     JudgeRun,
+    LabelsStamp,
     ModeLabel,
     OpenCode,
     PromptTemplate,
@@ -86,6 +87,22 @@ class AdjudicationAdmin(admin.ModelAdmin):
 @admin.register(AgreementReport)
 class AgreementReportAdmin(admin.ModelAdmin):
     list_display = ["round", "rater_set", "computed_at"]
+
+
+@admin.register(LabelsStamp)
+class LabelsStampAdmin(admin.ModelAdmin):
+    """Read-only: database triggers keep it (an edit by hand could make a stale cache look fresh)."""
+
+    list_display = ["project_id", "version"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(DisagreementComment)

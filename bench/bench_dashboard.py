@@ -15,7 +15,6 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,26 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", type=int, default=10000)
+    ap.add_argument("--db", default=bench_release.BENCH_DB, help="bench database name")
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    server, url = bench_release.bench_url()
-    admin = f"{server}/postgres"
-    exists = (
-        subprocess.run(
-            ["psql", admin, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{bench_release.BENCH_DB}'"],  # noqa: S608
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        == "1"
-    )
-    if not exists:
-        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {bench_release.BENCH_DB}"], check=True)
-    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-" + "x" * 40)}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    os.environ["ALLOWED_HOSTS"] = "testserver,localhost"
-    os.environ["MANIFEST_STATIC"] = "false"  # no collectstatic needed for an in-process client
-    bench_release.setup_django(url)
+    bench_release.bench_database(args.db)
     bench_release.fill(args.traces, 3)
 
     from django.contrib.auth import get_user_model
@@ -74,17 +57,21 @@ def main() -> None:
     ]
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {args.repeat} requests per case")
     print("cold = cache cleared before each request (SQL aggregation + statistics + SVG); warm = cached charts")
-    print(f"{'case':<24} {'cold min':>9} {'cold median':>12} {'warm median':>12} {'queries':>8} {'SQL ms':>7}  traces")
+    print(
+        f"{'case':<24} {'cold min':>9} {'cold median':>12} {'warm median':>12} {'queries':>8} {'SQL ms':>7} "
+        f"{'cold CPU':>8}  traces"
+    )
     for name, query in cases:
         path = f"/p/bench/analytics/{query}"
         client.get(path, secure=True)  # warm the process (imports, templates), like a running server
-        cold, warm = [], []
+        cold, warm, cpu = [], [], []
         for _ in range(args.repeat):
             cache.clear()
             with CaptureQueriesContext(connection) as ctx:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 resp = client.get(path, secure=True)
                 cold.append((time.perf_counter() - t) * 1000)
+                cpu.append((time.process_time() - c) * 1000)
                 n_queries = len(connection.queries_log) - ctx.initial_queries
                 sql_ms = sum(float(q["time"]) for q in list(connection.queries_log)[ctx.initial_queries :]) * 1000
             assert resp.status_code == 200, resp.status_code
@@ -95,7 +82,7 @@ def main() -> None:
         n = found.group(1).decode() if found else "-"
         print(
             f"{name:<24} {min(cold):>9.0f} {statistics.median(cold):>12.0f} {statistics.median(warm):>12.0f} "
-            f"{n_queries:>8} {sql_ms:>7.0f}  {n}"
+            f"{n_queries:>8} {sql_ms:>7.0f} {statistics.median(cpu):>8.0f}  {n}"
         )
 
 

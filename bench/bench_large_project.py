@@ -31,13 +31,11 @@ import sys
 import time
 from pathlib import Path
 
-from benchdb import bench_env, create_bench_db, django_setup  # bench/ is on sys.path when run as a script
+from bench_release import BENCHMARKS, FRAMEWORKS, LLMS, build_once, copy_rows  # bench/ is on sys.path
+from benchdb import bench_env, create_bench_db, django_setup
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_large"
-FRAMEWORKS = ["ChatDev", "MetaGPT", "AG2", "HyperAgent", "AppWorld", "Magentic-One", "OpenManus"]
-LLMS = ["gpt-4o", "claude-3.7-sonnet", "qwen-2.5-72b"]
-BENCHMARKS = ["ProgramDev", "GSM-Plus", "SWE-Bench-Lite", "GAIA"]
 N_RATERS = 4
 
 
@@ -49,13 +47,6 @@ def load() -> str:
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
-def _copy(cursor, table: str, columns: list[str], rows) -> None:
-    cols = ", ".join(f'"{c}"' for c in columns)
-    with cursor.copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
 
 
 def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
@@ -88,7 +79,7 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
         cols = "project_id mas_name llm_name benchmark task external_id title format raw_text size_bytes "
         cols += "content_hash metadata outcome n_steps n_agents n_agent_switches n_chars n_lines n_repeated_steps "
         cols += "agents imported_at"
-        _copy(
+        copy_rows(
             cur,
             "traces_trace",
             cols.split(),
@@ -125,14 +116,14 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
             project=project, name="Large round", taxonomy_version=version, state="closed", closed_at=now
         )
         RoundAnnotator.objects.bulk_create(RoundAnnotator(round=rnd, user=r.user) for r in raters)
-        _copy(
+        copy_rows(
             cur,
             "annotations_roundtrace",
             ["round_id", "trace_id", "order"],
             ((rnd.pk, tid, i) for i, tid in enumerate(trace_ids)),
         )
         truth = {tid: frozenset(code for _, code in modes if rng.random() < rates[code]) for tid in trace_ids}
-        _copy(
+        copy_rows(
             cur,
             "annotations_adjudication",
             ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"],
@@ -144,7 +135,7 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
         )
         cols = "trace_id rater_id taxonomy_version_id round_id state task_success notes revision source "
         cols += "created_at updated_at submitted_at"
-        _copy(
+        copy_rows(
             cur,
             "annotations_annotation",
             cols.split(),
@@ -171,7 +162,7 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
                         None,
                     )
 
-        _copy(
+        copy_rows(
             cur,
             "annotations_modelabel",
             ["annotation_id", "mode_id", "decision", "evidence", "rationale", "confidence"],
@@ -186,7 +177,8 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
     )
 
 
-def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, int]:
+def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, int, float]:
+    """p50 and p95 wall ms, queries, median CPU ms of this (the web) process; PostgreSQL's is apart."""
     from django.db import connections
 
     queries: list[str] = []
@@ -200,15 +192,16 @@ def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, i
     with connections["default"].execute_wrapper(count):
         r = client.get(path)
     assert r.status_code == 200, (path, r.status_code)
-    wall = []
+    wall, cpu = [], []
     for _ in range(runs):
         if before:
             before()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         r = client.get(path)
         wall.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
         assert r.status_code == 200
-    return statistics.median(wall), pct(wall, 0.95), len(queries)
+    return statistics.median(wall), pct(wall, 0.95), len(queries), statistics.median(cpu)
 
 
 def main() -> None:
@@ -217,10 +210,11 @@ def main() -> None:
     ap.add_argument("--text-kb", type=int, default=2, help="KB of text per trace (100 = the issue's 10 GB)")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
+    ap.add_argument("--db", default=BENCH_DB, help=f"bench database name (default {BENCH_DB})")
     ap.add_argument("--no-release", action="store_true")
     ap.add_argument("--list-only", action="store_true", help="only the trace list (the rest takes minutes at 100,000)")
     args = ap.parse_args()
-    env = bench_env(BENCH_DB, MAST_VAR_DIR=str(REPO / "var" / "bench_large"))
+    env = bench_env(args.db, MAST_VAR_DIR=str(REPO / "var" / "bench_large"))
     fresh = create_bench_db(env, reuse=args.reuse)
     django_setup(env)
     if fresh:
@@ -240,7 +234,7 @@ def main() -> None:
     client.force_login(get_user_model().objects.get(username="bench-manager"))
 
     print(f"\nserver time, {args.runs} GETs each, {n:,} traces ({load()})")
-    print(f"{'page':44} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8}")
+    print(f"{'page':44} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8} {'web CPU ms':>10}")
     cases = [
         ("trace list, first page", "/p/bench/traces/"),
         ("trace list, framework filter", "/p/bench/traces/?framework=AG2"),
@@ -250,38 +244,29 @@ def main() -> None:
         ("trace list API, first page", "/api/projects/bench/traces/"),
     ]
     for name, path in cases:
-        p50, p95, q = time_get(client, path, args.runs)
-        print(f"{name:44} {p50:8.0f} {p95:8.0f} {q:8d}")
+        p50, p95, q, cpu = time_get(client, path, args.runs)
+        print(f"{name:44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
     if args.list_only:
         return
-    p50, p95, q = time_get(client, "/p/bench/analytics/", max(3, args.runs // 2), before=cache.clear)
-    print(f"{'analytics dashboard, cache cold':44} {p50:8.0f} {p95:8.0f} {q:8d}")
-    p50, p95, q = time_get(client, "/p/bench/analytics/", args.runs)
-    print(f"{'analytics dashboard, cached':44} {p50:8.0f} {p95:8.0f} {q:8d}")
-    t = time.perf_counter()
-    agreement_report_get(round=rnd)
-    print(f"{'round report computed and stored once':44} {(time.perf_counter() - t) * 1000:8.0f} ms ({load()})")
-    p50, p95, q = time_get(client, f"/p/bench/rounds/{rnd.pk}/report/", args.runs)
-    print(f"{'round report page (stored report)':44} {p50:8.0f} {p95:8.0f} {q:8d}")
+    p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", max(3, args.runs // 2), before=cache.clear)
+    print(f"{'analytics dashboard, cache cold':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", args.runs)
+    print(f"{'analytics dashboard, cached':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    t, c = time.perf_counter(), time.process_time()
+    agreement_report_get(round=rnd, force=True)
+    print(
+        f"{'round report computed and stored once':44} {(time.perf_counter() - t) * 1000:8.0f} ms, "
+        f"CPU {(time.process_time() - c) * 1000:.0f} ms ({load()})"
+    )
+    p50, p95, q, cpu = time_get(client, f"/p/bench/rounds/{rnd.pk}/report/", args.runs)
+    print(f"{'round report page (stored report)':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
 
     if not args.no_release:
-        from annotations.releases.services import release_build, release_create
-
-        manager = get_user_model().objects.get(username="bench-manager")
         for formats in (["jsonl"], ["parquet"]):
-            t = time.perf_counter()
-            release = release_create(
-                project=rnd.project,
-                by=manager,
-                enqueue=False,
-                title=f"bench {formats[0]} {time.time_ns()}",
-                options={"formats": formats, "trace_text": False, "raters": True, "judge": True, "evidence": True},
-            )
-            release = release_build(release_id=release.pk)
-            mb = sum(f.size_bytes for f in release.files.all()) / 1024**2
+            r = build_once(formats)
             print(
-                f"release of {release.n_traces:,} traces, {formats[0]}: {time.perf_counter() - t:.1f} s, "
-                f"{mb:.0f} MB of files ({load()})"
+                f"release of {r['traces']:,} traces, {formats[0]}: {r['seconds']:.1f} s, "
+                f"{sum(r['files_mb'].values()):.0f} MB of files, peak RSS {r['peak_rss_mb']:.0f} MB ({load()})"
             )
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_release  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-bench_release.BENCH_DB = "mast_bench_loop"
+LOOP_DB = "mast_bench_loop"
 
 
 def spread_over_versions() -> None:
@@ -82,27 +81,10 @@ def spread_over_versions() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--traces", type=int, default=10000)
+    ap.add_argument("--db", default=LOOP_DB, help="bench database name")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    server, url = bench_release.bench_url()
-    url = f"{server}/{bench_release.BENCH_DB}"
-    admin = f"{server}/postgres"
-    exists = (
-        subprocess.run(
-            ["psql", admin, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{bench_release.BENCH_DB}'"],  # noqa: S608
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        == "1"
-    )
-    if not exists:
-        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {bench_release.BENCH_DB}"], check=True)
-    env = {**os.environ, "DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-" + "x" * 40)}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    os.environ["ALLOWED_HOSTS"] = "testserver,localhost"
-    os.environ["MANIFEST_STATIC"] = "false"
-    bench_release.setup_django(url)
+    bench_release.bench_database(args.db)
     bench_release.fill(args.traces, 3)
     spread_over_versions()
 
@@ -117,12 +99,16 @@ def main() -> None:
     client.force_login(get_user_model().objects.get(username="bench-manager"))
     path = "/p/bench/analytics/"
     client.get(path, secure=True)
-    cold = []
+    cold, cpu, warm = [], [], []
     for _ in range(args.repeat):
         cache.clear()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         resp = client.get(path, secure=True)
         cold.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+        t = time.perf_counter()
+        client.get(path, secure=True)
+        warm.append((time.perf_counter() - t) * 1000)
         assert resp.status_code == 200
     import re
 
@@ -139,7 +125,10 @@ def main() -> None:
             f"  {row['version']}: {row['labels']} labels, {row['mapped']} mapped, "
             f"{row['unknown']} unknown, {row['dropped']} dropped"
         )
-    print(f"cold min {min(cold):.0f} ms, median {statistics.median(cold):.0f} ms")
+    print(
+        f"cold min {min(cold):.0f} ms, median {statistics.median(cold):.0f} ms (web CPU median "
+        f"{statistics.median(cpu):.0f} ms); cached median {statistics.median(warm):.0f} ms; load {os.getloadavg()}"
+    )
 
 
 if __name__ == "__main__":

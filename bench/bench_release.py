@@ -26,6 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdb import bench_env, create_bench_db, django_setup  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_release"
 FRAMEWORKS = ["ChatDev", "MetaGPT", "AG2", "HyperAgent", "AppWorld", "Magentic-One", "OpenManus"]
@@ -33,26 +37,16 @@ LLMS = ["gpt-4o", "claude-3.7-sonnet", "qwen-2.5-72b"]
 BENCHMARKS = ["ProgramDev", "GSM-Plus", "SWE-Bench-Lite", "GAIA"]
 
 
-def bench_url() -> tuple[str, str]:
-    base = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/mast")
-    if not base.startswith("postgres"):
-        sys.exit("bench_release needs PostgreSQL (DATABASE_URL=postgres://...)")
-    server = base.rsplit("/", 1)[0]
-    return server, f"{server}/{BENCH_DB}"
+def bench_database(db_name: str = BENCH_DB, *, fresh: bool = False) -> dict[str, str]:
+    """Create (kept unless `fresh`) and migrate `db_name` (benchdb), set Django up; its environment."""
+    env = bench_env(db_name, MAST_VAR_DIR=str(REPO / "var" / "bench_release"))
+    create_bench_db(env, reuse=not fresh)
+    django_setup(env)
+    return env
 
 
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
-    os.environ.setdefault("MAST_VAR_DIR", str(REPO / "var" / "bench_release"))
-    sys.path.insert(0, str(REPO))
-    import django
-
-    django.setup()
-
-
-def _copy(cursor, table: str, columns: list[str], rows) -> None:
+def copy_rows(cursor, table: str, columns: list[str], rows) -> None:
+    """COPY `rows` (tuples in `columns` order) into `table` on a psycopg cursor."""
     cols = ", ".join(f'"{c}"' for c in columns)
     with cursor.copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
         for row in rows:
@@ -78,7 +72,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
     project.save(update_fields=["taxonomy_version"])
     membership_set(project=project, user=manager, role="manager")
     if Trace.objects.filter(project=project).count() == n_traces:
-        print(f"reusing {n_traces} traces in {BENCH_DB}")
+        print(f"reusing {n_traces} traces")
         return
     rng = random.Random(seed)
     modes = list(version.modes.order_by("order", "code").values_list("id", "code"))
@@ -124,7 +118,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
                     now,
                 )
 
-        _copy(
+        copy_rows(
             cur,
             "traces_trace",
             [
@@ -157,13 +151,13 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
             project=project, name="Bench round", taxonomy_version=version, state="closed", closed_at=now
         )
         truth = {tid: {code for _, code in modes if rng.random() < rates[code]} for tid in trace_ids}
-        _copy(
+        copy_rows(
             cur,
             "annotations_roundtrace",
             ["round_id", "trace_id", "order"],
             ((rnd.pk, tid, i) for i, tid in enumerate(trace_ids)),
         )
-        _copy(
+        copy_rows(
             cur,
             "annotations_adjudication",
             ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"],
@@ -173,7 +167,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
                 for mid, code in modes
             ),
         )
-        _copy(
+        copy_rows(
             cur,
             "annotations_annotation",
             [
@@ -216,7 +210,7 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
                         None,
                     )
 
-        _copy(
+        copy_rows(
             cur,
             "annotations_modelabel",
             ["annotation_id", "mode_id", "decision", "evidence", "rationale", "confidence"],
@@ -228,8 +222,9 @@ def fill(n_traces: int, n_raters: int, seed: int = 11) -> None:
     )
 
 
-def build_once(formats: list[str]) -> dict:
-    """Runs in a fresh process: create + build one release, report time and peak RSS."""
+def build_once(formats: list[str], *, trace_text: bool = False) -> dict:
+    """Create + build one release of the bench project as the Celery task does (in a fresh process
+    for the peak RSS to mean something), report time, traces, files and peak RSS."""
     from django.contrib.auth import get_user_model
 
     from annotations.releases.services import release_build, release_create
@@ -244,7 +239,7 @@ def build_once(formats: list[str]) -> dict:
         by=manager,
         enqueue=False,
         title=f"bench run {time.time_ns()}",  # a distinct request: identical ones return the last release
-        options={"formats": formats, "trace_text": False, "raters": True, "judge": True, "evidence": True},
+        options={"formats": formats, "trace_text": trace_text, "raters": True, "judge": True, "evidence": True},
     )
     release = release_build(release_id=release.pk)
     elapsed = time.perf_counter() - t
@@ -265,36 +260,14 @@ def main() -> None:
     ap.add_argument("--raters", type=int, default=3)
     ap.add_argument("--fresh", action="store_true", help="drop and recreate the bench database")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--db", default=BENCH_DB, help=f"bench database name (default {BENCH_DB})")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    server, url = bench_url()
     if args.child:
-        setup_django(url)
+        django_setup(dict(os.environ))
         print(json.dumps(build_once(args.child.split(","))))
         return
-    admin = f"{server}/postgres"
-    exists = (
-        subprocess.run(
-            ["psql", admin, "-tAc", f"SELECT 1 FROM pg_database WHERE datname = '{BENCH_DB}'"],  # noqa: S608 - a constant
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        == "1"
-    )
-    if args.fresh and exists:
-        subprocess.run(["psql", admin, "-qc", f"DROP DATABASE {BENCH_DB}"], check=True)
-        exists = False
-    if not exists:
-        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {BENCH_DB}"], check=True)
-    env = {
-        **os.environ,
-        "DATABASE_URL": url,
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only-" + "x" * 40),
-        "MAST_VAR_DIR": str(REPO / "var" / "bench_release"),
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    setup_django(url)
+    env = bench_database(args.db, fresh=args.fresh)
     fill(args.traces, args.raters)
     from django.db import connection
 

@@ -19,11 +19,19 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.core.cache import cache
 from django.db.models import Count, Max, Q
 
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Annotation, ModeLabel, Rater
-from annotations.rounds.agreed import agreed_adjudications, agreed_fold, agreed_label_masks, agreed_versions, mask_sum
+from annotations.rounds.agreed import (
+    agreed_adjudications,
+    agreed_fold,
+    agreed_label_masks,
+    agreed_labels_stamp,
+    agreed_versions,
+    mask_sum,
+)
 from taxonomy.mapping import VersionMapper, mappings_fingerprint
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes, versions_mode_codes
@@ -75,8 +83,20 @@ def dashboard_sources(*, user, project: Project) -> list[tuple[str, str]]:
     ]
 
 
-def dashboard_filter_choices(*, project: Project) -> dict[str, list[str]]:
-    """Distinct frameworks, LLMs and benchmarks of the project, in one query."""
+def project_trace_facts(*, project: Project) -> dict:
+    """The project's trace count and highest id: one index-only scan (``trace_project_recent``);
+    changes with every import or deletion. Part of the keys of the dashboard's caches."""
+    return Trace.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+
+
+def dashboard_filter_choices(*, project: Project, facts: dict | None = None) -> dict[str, list[str]]:
+    """Distinct frameworks, LLMs and benchmarks of the project, in one query; cached per
+    ``project_trace_facts`` (the GROUP BY reads every trace: 0.1-0.4 s at 100,000)."""
+    facts = facts or project_trace_facts(project=project)
+    key = f"mast:filter-choices:{project.pk}:{facts['n']}:{facts['last']}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
     rows = (
         Trace.objects.filter(project=project)
         .values_list(*FILTER_FIELDS)
@@ -88,18 +108,24 @@ def dashboard_filter_choices(*, project: Project) -> dict[str, list[str]]:
         for f, v in zip(FILTER_FIELDS, row[:3], strict=True):
             if v:
                 out[f].add(v)
-    return {f: sorted(v) for f, v in out.items()}
+    choices = {f: sorted(v) for f, v in out.items()}
+    cache.set(key, choices, 3600)
+    return choices
 
 
 def labels_fingerprint(
-    *, user, project: Project, source: str, filters: dict | None = None, target: TaxonomyVersion | None = None
+    *,
+    user,
+    project: Project,
+    source: str,
+    filters: dict | None = None,
+    target: TaxonomyVersion | None = None,
+    facts_of_traces: dict | None = None,
 ) -> str:
     """Changes whenever the matrix `label_matrix` would return changes (labels, traces, visibility);
     two cheap aggregates, so the dashboard can cache per (project, filters, labels fingerprint)."""
     if source == AGREED:
-        facts = agreed_adjudications(project=project).aggregate(
-            n=Count("id"), at=Max("at"), closed=Max("round__closed_at")
-        )
+        facts = {"stamp": agreed_labels_stamp(project=project)}  # one row, not every adjudication
         who = "members"  # agreed labels of closed rounds are the same for every member
     else:
         facts = (
@@ -108,7 +134,7 @@ def labels_fingerprint(
             .aggregate(n=Count("id"), at=Max("updated_at"))
         )
         who = f"user{user.pk}"  # what a member may see of a rater depends on the member
-    traces = Trace.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+    traces = facts_of_traces if facts_of_traces is not None else project_trace_facts(project=project)
     key = json.dumps(
         [
             project.pk,

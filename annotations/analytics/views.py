@@ -30,6 +30,7 @@ from annotations.analytics.selectors import (
     dashboard_sources,
     label_matrix,
     labels_fingerprint,
+    project_trace_facts,
 )
 from annotations.rounds.targets import target_version_choices, target_version_resolve
 from traces.projects.selectors import project_get_for_user
@@ -383,7 +384,10 @@ def dashboard(request, slug):
         target = project.taxonomy_version
     # Cached per (project, label source, filters, labels fingerprint, cohort): the fingerprint
     # changes with any label, trace or visibility change, so a hit is never stale.
-    fingerprint = labels_fingerprint(user=request.user, project=project, source=source, filters=filters, target=target)
+    facts = project_trace_facts(project=project)
+    fingerprint = labels_fingerprint(
+        user=request.user, project=project, source=source, filters=filters, target=target, facts_of_traces=facts
+    )
     key = "mast:dashboard:" + hashlib.sha256(f"{fingerprint}|{cohort_a}|{cohort_b}|{correction}".encode()).hexdigest()
     cached = cache.get(key)
     if cached is None:
@@ -409,7 +413,7 @@ def dashboard(request, slug):
         resp["Content-Disposition"] = f'attachment; filename="{project.slug}-{chart.name}.svg"'
         return resp
 
-    choices = dashboard_filter_choices(project=project)
+    choices = dashboard_filter_choices(project=project, facts=facts)
     cohort_options = [(f"{k}:{v}", f"{FIELD_LABELS[k]}: {v}") for k in FILTER_FIELDS for v in choices[k]]
     query = request.GET.copy()
     for k in ("format", "chart"):

@@ -140,3 +140,18 @@ class AgreementReport(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["round", "rater_set"], name="agreement_report_unique"),
         ]
+
+
+class LabelsStamp(models.Model):
+    """A number that changes whenever the project's agreed labels may have changed: bumped by
+    database triggers (migration 0010) on every INSERT, UPDATE or DELETE of an ``Adjudication``
+    or a ``Round`` of the project, whatever wrote it (services, admin, imports, COPY). Caches of
+    agreed-label figures key on it instead of aggregating every adjudication per request.
+    No code writes it; readers use ``annotations.rounds.agreed.agreed_labels_stamp``."""
+
+    # no FK constraint: a project's deletion removes rounds (the triggers then touch this row)
+    # after Django has collected the dependents, and an orphan stamp is harmless
+    project = models.OneToOneField(
+        "traces.Project", primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    version = models.BigIntegerField(default=0)

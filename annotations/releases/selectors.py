@@ -34,13 +34,14 @@ from annotations.rounds.agreed import (
     agreed_adjudications,
     agreed_fold,
     agreed_label_masks,
+    agreed_labels_stamp,
     agreed_versions,
     majority_vote,
     mask_sum,
     unpack,
 )
 from annotations.rounds.attribution import agreed_attributions, attribution_export
-from taxonomy.mapping import VersionMapper
+from taxonomy.mapping import VersionMapper, mappings_fingerprint
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import versions_mode_codes
 from traces.models import Project, Trace
@@ -452,16 +453,18 @@ def release_agreement(*, round_ids: set[int]) -> list[dict[str, Any]]:
 
 
 def release_inputs_fingerprint(*, project: Project) -> str:
-    """A digest of what a release of the project is built from (agreed labels and submitted labels):
-    equal fingerprints mean a new release would hold the same labels."""
+    """A digest of what a release of the project is built from (agreed labels, submitted labels,
+    the mappings between versions): equal fingerprints mean a new release would hold the same labels.
+    The agreed labels are read as their stamp (bumped by triggers on any adjudication or round
+    write), not as an aggregate over every adjudication, which missed bulk updates."""
     import hashlib
 
     from django.db.models import Count
 
-    adj = agreed_adjudications(project=project).aggregate(n=Count("id"), at=Max("at"), r=Max("round__closed_at"))
+    stamp = agreed_labels_stamp(project=project)
     labels = _submitted_annotations(project=project).aggregate(n=Count("id"), at=Max("updated_at"))
     n_traces = Trace.objects.filter(project=project).count()
-    key = f"{adj['n']}|{adj['at']}|{adj['r']}|{labels['n']}|{labels['at']}|{n_traces}"
+    key = f"{stamp}|{labels['n']}|{labels['at']}|{n_traces}|{mappings_fingerprint()}"
     return hashlib.sha256(key.encode()).hexdigest()
 
 

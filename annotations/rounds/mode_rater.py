@@ -15,6 +15,11 @@ from typing import Any
 from annotations.rounds.report import kappa_colour, number
 
 
+def stored_prevalence(data: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """{(rater, mode code): share} from a stored report's ``rater_prevalence`` (computed with it)."""
+    return {(r, code): share for r, modes in data.get("rater_prevalence", {}).items() for code, share in modes.items()}
+
+
 def mode_rater_view(
     data: dict[str, Any], *, prevalence: Mapping[tuple[str, str], float], names: Mapping[str, str]
 ) -> dict[str, Any]:

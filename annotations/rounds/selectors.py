@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, Max, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.fields.json import KT
 from django.http import Http404
 
@@ -343,19 +343,22 @@ def round_label_matrix(*, round: Round, extra_rater_ids: Sequence[int] = ()) -> 
 
 
 def round_labels_fingerprint_parts(*, round: Round, extra_rater_ids: Sequence[int] = ()) -> list[Any]:
-    """What the stored report depends on, read with two aggregate queries.
+    """What the stored report depends on, read from the round's annotation rows (never their
+    mode labels: 5.6M of them at 100,000 traces made this check take 9 s).
 
-    Labels are only written through annotation saves, which bump ``Annotation.updated_at``;
-    the mode-label count catches deletions the annotation timestamp would not.
+    Every write of mode labels goes through an annotation save (``labels.services``: revision + 1,
+    ``updated_at`` now), the bulk writers (``labels.bulk``, ``round_labels_import``: new or updated
+    annotation rows) or the admin (which saves the annotation with its inline labels); so the
+    annotations' count, latest ``updated_at`` and revision sum change with every label change.
     """
     human = Annotation.objects.filter(round=round)
-    agg = human.aggregate(n=Count("id"), last=Max("updated_at"), n_labels=Count("labels"))
+    agg = human.aggregate(n=Count("id"), last=Max("updated_at"), revisions=Sum("revision"))
     parts: list[Any] = [
         round.taxonomy_version_id,
         RoundTrace.objects.filter(round=round).aggregate(n=Count("id"), s=Max("id"))["n"],
         sorted(RoundAnnotator.objects.filter(round=round).values_list("user_id", flat=True)),
         agg["n"],
-        agg["n_labels"],
+        agg["revisions"],
         agg["last"].isoformat() if agg["last"] else None,
     ]
     if extra_rater_ids:
@@ -364,11 +367,11 @@ def round_labels_fingerprint_parts(*, round: Round, extra_rater_ids: Sequence[in
             taxonomy_version=round.taxonomy_version,
             rater_id__in=list(extra_rater_ids),
             trace__round_traces__round=round,
-        ).aggregate(n=Count("id"), last=Max("updated_at"), n_labels=Count("labels"))
+        ).aggregate(n=Count("id"), last=Max("updated_at"), revisions=Sum("revision"))
         parts += [
             list(extra_rater_ids),
             extra["n"],
-            extra["n_labels"],
+            extra["revisions"],
             extra["last"].isoformat() if extra["last"] else None,
         ]
     return parts
@@ -514,34 +517,3 @@ def project_annotator_choices(*, project: Project) -> QuerySet:
 def round_versions_for_project(*, project: Project) -> QuerySet[TaxonomyVersion]:
     """Taxonomy versions a round may use: published ones and drafts (opening publishes a draft)."""
     return TaxonomyVersion.objects.select_related("taxonomy").order_by("taxonomy__name", "number")
-
-
-def round_rater_prevalence(
-    *, round: Round, rater_names: list[str], n_traces: int | None = None
-) -> dict[tuple[str, str], float]:
-    """{(rater name, mode code): share of the round's traces the rater marked present}, in one
-    query: the round's own submitted annotations for people, and for non-human raters their
-    submitted labels of the round's traces outside rounds under the round's version (as the
-    agreement report reads them). For the report's mode x rater view."""
-    if n_traces is None:
-        n_traces = RoundTrace.objects.filter(round=round).count()
-    if not n_traces or not rater_names:
-        return {}
-    rows = (
-        ModeLabel.objects.filter(
-            Q(annotation__round=round, annotation__rater__kind=Rater.Kind.HUMAN)
-            | Q(
-                annotation__round__isnull=True,
-                annotation__taxonomy_version=round.taxonomy_version,
-                annotation__trace__round_traces__round=round,
-                annotation__rater__kind__in=[Rater.Kind.LLM, Rater.Kind.BASELINE, Rater.Kind.IMPORTED],
-            ),
-            annotation__state=Annotation.State.SUBMITTED,
-            annotation__rater__name__in=rater_names,
-            decision=ModeLabel.Decision.PRESENT,
-        )
-        .values_list("annotation__rater__name", "mode__code")
-        .annotate(n=Count("annotation__trace_id", distinct=True))
-        .order_by()
-    )
-    return {(name, code): n / n_traces for name, code, n in rows}

@@ -26,6 +26,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -384,6 +385,16 @@ def _fingerprint(parts: list[Any]) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def _rater_prevalence(matrix) -> dict[str, dict[str, float]]:
+    """Each rater's share of the round's traces marked present, per mode (the mode x rater view),
+    from the matrix in hand: not a COUNT(DISTINCT) over every mode label on each page view."""
+    present = (np.asarray(matrix.labels) == 1).sum(axis=1) / max(1, len(matrix.trace_ids))
+    return {
+        rater: {code: float(present[i, j]) for j, code in enumerate(matrix.modes)}
+        for i, rater in enumerate(matrix.raters)
+    }
+
+
 def agreement_report_compute(
     *, round: Round, extra_rater_ids: Sequence[int] = (), n_boot: int = REPORT_N_BOOT, seed: int = REPORT_SEED
 ) -> dict[str, Any]:
@@ -398,6 +409,7 @@ def agreement_report_compute(
         seed=seed,
     )
     data["attribution"] = round_attribution_report(round=round, n_boot=n_boot, seed=seed)
+    data["rater_prevalence"] = _rater_prevalence(matrix)
     data["rater_ids"] = matrix.rater_ids
     data["human_raters"] = len(matrix.raters) - len(extra_rater_ids)
     return data
@@ -414,6 +426,11 @@ def agreement_report_get(*, round: Round, extra_rater_ids: Sequence[int] = (), f
     fingerprint = _fingerprint(round_labels_fingerprint_parts(round=round, extra_rater_ids=extra))
     stored = AgreementReport.objects.filter(round=round, rater_set=key).first()
     if stored is not None and stored.fingerprint == fingerprint and not force and "attribution" in stored.data:
+        if "rater_prevalence" not in stored.data:
+            # stored before the prevalences were part of a report: add them, without the bootstrap
+            # (minutes at 100,000 traces) that recomputing the whole report would cost
+            stored.data["rater_prevalence"] = _rater_prevalence(round_label_matrix(round=round, extra_rater_ids=extra))
+            stored.save(update_fields=["data"])
         return stored
     data = agreement_report_compute(round=round, extra_rater_ids=extra)
     report, _ = AgreementReport.objects.update_or_create(

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotations.models import Round
 from annotations.rounds import report as presentation
 from annotations.rounds.attribution_report import attribution_context
-from annotations.rounds.mode_rater import mode_rater_view
+from annotations.rounds.mode_rater import mode_rater_view, stored_prevalence
 from annotations.rounds.sampling import STRATA_FIELDS, round_sample_preview
 from annotations.rounds.selectors import (
     project_annotator_choices,
@@ -34,7 +34,6 @@ from annotations.rounds.selectors import (
     round_modes,
     round_open_disagreement_count,
     round_progress,
-    round_rater_prevalence,
     round_require_report_access,
     round_versions_for_project,
 )
@@ -322,7 +321,6 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         extra_ids = []
         report = agreement_report_get(round=rnd)
     round_modes_by_code = {m.code: m for m in round_modes(version=rnd.taxonomy_version)}
-    raters = list(report.data.get("raters", []))
     return render(
         request,
         "annotations/rounds/report.html",
@@ -341,7 +339,7 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "nav": "projects",
             "mode_rater": mode_rater_view(
                 report.data,
-                prevalence=round_rater_prevalence(round=rnd, rater_names=raters, n_traces=report.data.get("n_traces")),
+                prevalence=stored_prevalence(report.data),
                 names={c: m.name for c, m in round_modes_by_code.items()},
             ),
             **presentation.report_context(

@@ -117,7 +117,9 @@ def test_dashboard_query_count_is_pinned(client, project, manager, data, django_
     client.get(url(project, mas_name="AG2"))  # warm the session; another filter, so nothing is cached for the next
     # 18: the project version's modes are cached by version_modes since the first request; the
     # target version's choices (the version graph: 2, the versions: 1), the mappings' fingerprint (1),
-    # and the versions once more for the mapping-counts block
+    # and the versions once more for the mapping-counts block; the closed rounds' order and
+    # versions (1: the round rows, not a join and MAX(closed_at) per label group); the filter
+    # choices come from the cache the first request filled (keyed on the traces' count and last id)
     with django_assert_num_queries(18):
         resp = client.get(url(project, a="mas_name:ChatDev", b="llm_name:claude"))
     assert resp.status_code == 200
@@ -135,7 +137,8 @@ def test_repeat_request_is_served_from_the_cache_in_fewer_queries(
 ):
     client.force_login(viewer)
     client.get(url(project))
-    with django_assert_num_queries(12):  # 8 + the target version's choices (3) and the mappings' fingerprint
+    # 7 + the target version's choices (3) and the mappings' fingerprint; the filter choices are cached
+    with django_assert_num_queries(11):
         client.get(url(project))
 
 
@@ -158,6 +161,6 @@ def test_labels_of_an_older_taxonomy_version_are_mapped_onto_the_projects(client
 def test_a_new_cohort_reuses_the_cached_label_matrix(client, project, viewer, data, django_assert_num_queries):
     client.force_login(viewer)
     client.get(url(project))
-    with django_assert_num_queries(12):  # 8 + the target version's choices (3) and the mappings' fingerprint
+    with django_assert_num_queries(11):  # as a repeated request: the matrix and the filter choices are cached
         resp = client.get(url(project, a="mas_name:ChatDev", b="llm_name:claude"))
     assert "cohort" in resp.context["charts"]

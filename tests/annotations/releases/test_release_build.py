@@ -351,6 +351,16 @@ def test_repeating_an_identical_request_returns_the_same_release(project, manage
     assert again.pk == first.pk and Release.objects.count() == 1
 
 
+def test_a_bulk_correction_of_agreed_labels_makes_the_next_request_a_new_release(project, manager, labelled):
+    from annotations.models import Adjudication
+
+    first = release_create(project=project, by=manager, enqueue=False, title="Same")
+    # neither through a service nor touching Adjudication.at (auto_now): the stamp still moves
+    Adjudication.objects.filter(trace=labelled["t2"], mode__code="3.3").update(decision="absent")
+    again = release_create(project=project, by=manager, enqueue=False, title="Same")
+    assert again.pk != first.pk and again.number == first.number + 1
+
+
 def test_a_new_release_is_numbered_once_labels_changed(project, manager, labelled, mast_version):
     first = build(project, manager)
     annotate(labelled["t2"], other_rater("another-judge"), mast_version, decisions(mast_version, {"1.1"}))

@@ -219,10 +219,10 @@ def test_report_page_query_count_is_pinned(review_round, manager, django_assert_
     c = client_for(manager)
     c.get(url("round_report", review_round))
     # session, user, project, membership, round, is-annotator, fingerprint (3), stored report,
-    # extra raters, trend (2), categories, per-rater prevalence (mode x rater view): the stored
-    # report is not recomputed, and the modes of the (published) version come from
+    # extra raters, trend (2), categories: the stored report is not recomputed (and holds the mode
+    # x rater view's prevalences), and the modes of the (published) version come from
     # version_modes' cache, filled by the first request.
-    with django_assert_num_queries(15):
+    with django_assert_num_queries(14):
         assert c.get(url("round_report", review_round)).status_code == 200
 
 
