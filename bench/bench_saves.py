@@ -321,10 +321,11 @@ def main() -> int:
     # One process per core: on this 2-core machine 4 workers measured slower (more context switches).
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--db", default=BENCH_DB, help="database name (parallel runs need their own)")
     args = ap.parse_args()
     lo, hi = (float(x) / 1000 for x in args.think_ms.split("-"))
     env = bench_env(
-        BENCH_DB,
+        args.db,
         ALLOWED_HOSTS="127.0.0.1,localhost",
         MAST_VAR_DIR=str(REPO / "var" / "bench_saves"),
         CONN_MAX_AGE="600",
@@ -332,7 +333,7 @@ def main() -> int:
     )
     (REPO / "var" / "bench_saves").mkdir(parents=True, exist_ok=True)
     ACCESS_LOG.unlink(missing_ok=True)
-    print(f"database {BENCH_DB}: creating and migrating…", flush=True)
+    print(f"database {args.db}: creating and migrating…", flush=True)
     create_bench_db(env)
     infos = seed(env, args.clients + 1)  # the last one saves alone first: the uncontended cost
     port = free_port()

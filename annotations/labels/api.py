@@ -36,6 +36,7 @@ from annotations.labels.serializers import (
     QueueItemOut,
     SubmitIn,
     VisibleAnnotationOut,
+    annotation_in_plain,
 )
 from annotations.labels.services import (
     AnnotationConflict,
@@ -120,12 +121,14 @@ class MyAnnotationApi(_MyAnnotationMixin, APIView):
     )
     def put(self, request, slug, pk):
         trace, version, round = self.target(request, pk)
-        data = AnnotationIn(data=request.data)
-        if not data.is_valid():
-            return Response(
-                {"detail": "The request body is not a valid annotation.", "errors": _flat(data.errors)}, 400
-            )
-        v = data.validated_data
+        v = annotation_in_plain(request.data)
+        if v is None:
+            data = AnnotationIn(data=request.data)
+            if not data.is_valid():
+                return Response(
+                    {"detail": "The request body is not a valid annotation.", "errors": _flat(data.errors)}, 400
+                )
+            v = data.validated_data
         try:
             annotation = annotation_upsert(
                 trace=trace,
