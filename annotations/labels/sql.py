@@ -29,6 +29,8 @@ from annotations.models import (
     RoundAnnotator,
     RoundTrace,
 )
+from taxonomy.models import TaxonomyVersion
+from traces.models import Membership, Project, Trace
 
 ANN, RATER, ROUND, ATTR, LABEL, CODE = (
     m._meta.db_table for m in (Annotation, Rater, Round, Attribution, ModeLabel, OpenCode)
@@ -37,8 +39,43 @@ ANN_CODES = Annotation.open_codes.through._meta.db_table
 ROUND_TRACE, ROUND_ANNOTATOR = RoundTrace._meta.db_table, RoundAnnotator._meta.db_table
 
 
+PROJECT, VERSION, MEMBERSHIP, TRACE = (m._meta.db_table for m in (Project, TaxonomyVersion, Membership, Trace))
+
+
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value  # SQLite (and Django's psycopg) give text
+
+
+SAVE_TARGET = (
+    "SELECT p.id, p.slug, p.name, p.taxonomy_version_id, v.taxonomy_id, v.number, v.status,"  # noqa: S608
+    " m.role, t.id, t.n_lines, t.n_steps"
+    f" FROM {PROJECT} p LEFT JOIN {VERSION} v ON v.id = p.taxonomy_version_id"
+    f" LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = %s"
+    f" LEFT JOIN {TRACE} t ON t.id = %s AND t.project_id = p.id"
+    " WHERE p.slug = %s"
+)
+
+
+def save_target(
+    *, slug: str, user_id: int | None, trace_id: int | None
+) -> tuple[Project | None, str | None, Trace | None]:
+    """The project (with its taxonomy version), my membership role in it and its trace ``trace_id``
+    in one statement; None for what is not there. Only the columns a save reads are loaded; the
+    others are deferred (read on first use), as with ``.only()``."""
+    row = sql_fetchone(SAVE_TARGET, [user_id, trace_id, slug])
+    if row is None:
+        return None, None, None
+    pk, p_slug, name, version_id, taxonomy_id, number, status, role, t_id, n_lines, n_steps = row
+    db = connection.alias
+    project = Project.from_db(db, ["id", "slug", "name", "taxonomy_version_id"], [pk, p_slug, name, version_id])
+    if version_id is not None:
+        fields = ["id", "taxonomy_id", "number", "status"]
+        project.taxonomy_version = TaxonomyVersion.from_db(db, fields, [version_id, taxonomy_id, number, status])
+    trace = None
+    if t_id is not None:
+        trace = Trace.from_db(db, ["id", "project_id", "n_lines", "n_steps"], [t_id, pk, n_lines, n_steps])
+        trace.project = project
+    return project, role, trace
 
 
 @dataclass

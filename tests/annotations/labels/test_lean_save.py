@@ -186,25 +186,25 @@ def test_a_string_revision_is_read_as_drf_reads_it(trace, annotator):
     assert (r.status_code, r.json()["revision"]) == (200, 2)
 
 
-def test_a_changed_save_costs_eleven_queries(trace, annotator, django_assert_num_queries):
+def test_a_changed_save_costs_nine_queries(trace, annotator, django_assert_num_queries):
     c = token_client(annotator)
     labels = [lab("1.1", evidence=[{"step": 2}], rationale="a")]
     c.put(url(trace), state(0, labels, open_codes=["loop"]), format="json")
     labels[0]["rationale"] = "a longer reason"
-    # token (+ user), project, membership, trace; BEGIN, lock (+ rater, round, attribution), labels and
-    # open codes; the changed label's upsert, annotation UPDATE, history INSERT, COMMIT.
+    # token (+ user); project + membership + trace in one; BEGIN, lock (+ rater, round, attribution),
+    # labels and open codes; the changed label's upsert, annotation UPDATE, history INSERT, COMMIT.
     # Stored evidence is not looked up again. (The ORM path made 13.)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(9):
         r = c.put(url(trace), state(1, labels, open_codes=["loop"]), format="json")
     assert r.json()["revision"] == 2
 
 
-def test_an_identical_repeat_costs_eight_queries_and_writes_nothing(trace, annotator, django_assert_num_queries):
+def test_an_identical_repeat_costs_six_queries_and_writes_nothing(trace, annotator, django_assert_num_queries):
     c = token_client(annotator)
     labels = [lab("1.1", evidence=[{"step": 2}], rationale="a")]
     c.put(url(trace), state(0, labels, open_codes=["loop"]), format="json")
-    # token, project, membership, trace; BEGIN, lock, labels and open codes; COMMIT
-    with django_assert_num_queries(8) as ctx:
+    # token; project + membership + trace; BEGIN, lock, labels and open codes; COMMIT
+    with django_assert_num_queries(6) as ctx:
         r = c.put(url(trace), state(1, labels, open_codes=["loop"]), format="json")
     assert r.json()["revision"] == 1
     assert not any(q["sql"].lstrip().startswith(("INSERT", "UPDATE", "DELETE")) for q in ctx.captured_queries)
@@ -218,6 +218,6 @@ def test_a_round_save_costs_one_query_more_than_one_outside_rounds(
     c.put(url(trace, rnd), state(0, [lab("1.1")]), format="json")
     # + the round (the view resolves ?round=); whether the trace and the annotator are still in it
     # is read with the lock (the ORM path asked in two more queries)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(10):
         r = c.put(url(trace, rnd), state(1, [lab("1.1", rationale="why")]), format="json")
     assert r.json()["revision"] == 2
