@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from annotations.labels.selectors import annotation_snapshot
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, RoundAnnotator, RoundTrace
-from tests.annotations.workspace_factories import make_round, make_trace
+from tests.annotations.workspace_factories import client_for, make_round, make_trace, url
 
 pytestmark = pytest.mark.django_db
 
@@ -21,12 +21,6 @@ def trace(project):
     return make_trace(project, n_steps=6, lines_per_step=3, title="lean")
 
 
-def client_for(user):
-    c = APIClient()
-    c.force_authenticate(user)
-    return c
-
-
 def token_client(user):
     """A client as the screen's saves arrive in production: every request authenticated afresh."""
     from rest_framework.authtoken.models import Token
@@ -34,11 +28,6 @@ def token_client(user):
     c = APIClient()
     c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return c
-
-
-def url(trace, round=None):
-    base = f"/api/projects/{trace.project.slug}/traces/{trace.pk}/annotation/"
-    return f"{base}?round={round.pk}" if round else base
 
 
 def state(revision, labels, **kw):
@@ -88,7 +77,7 @@ def test_an_incomplete_save_over_a_submitted_annotation_reopens_it(project, trac
     c = client_for(annotator)
     codes = [m.code for m in project.taxonomy_version.modes.all()]
     c.put(url(trace), state(0, [lab(code, "absent") for code in codes]), format="json")
-    c.post(url(trace) + "submit/", {"revision": 1}, format="json")
+    c.post(url(trace, "submit/"), {"revision": 1}, format="json")
     r = c.put(url(trace), state(2, [lab(code, "absent") for code in codes[1:]]), format="json")
     assert (r.json()["state"], r.json()["revision"], r.json()["submitted_at"]) == ("draft", 3, None)
     ann = Annotation.objects.get()
@@ -122,10 +111,10 @@ def test_attribution_is_saved_read_back_and_removed(trace, annotator):
 def test_a_round_closed_after_the_page_was_opened_refuses_the_save(project, trace, annotator):
     rnd = make_round(project, traces=[trace], annotators=[annotator])
     c = client_for(annotator)
-    assert c.put(url(trace, rnd), state(0, [lab("1.1")]), format="json").status_code == 200
+    assert c.put(url(trace, round=rnd), state(0, [lab("1.1")]), format="json").status_code == 200
     rnd.state = "closed"
     rnd.save()
-    r = c.put(url(trace, rnd), state(1, [lab("1.1", "absent")]), format="json")
+    r = c.put(url(trace, round=rnd), state(1, [lab("1.1", "absent")]), format="json")
     assert r.status_code == 403 and "closed" in r.json()["detail"]
     assert Annotation.objects.get().revision == 1
 
@@ -133,10 +122,10 @@ def test_a_round_closed_after_the_page_was_opened_refuses_the_save(project, trac
 def test_an_annotator_taken_off_the_round_can_no_longer_save_in_it(project, trace, annotator):
     rnd = make_round(project, traces=[trace], annotators=[annotator])
     c = client_for(annotator)
-    c.put(url(trace, rnd), state(0, [lab("1.1")]), format="json")
+    c.put(url(trace, round=rnd), state(0, [lab("1.1")]), format="json")
     ann = Annotation.objects.get()
     RoundAnnotator.objects.filter(round=rnd, user=annotator).delete()
-    r = c.put(url(trace, rnd), state(1, [lab("1.1", "absent")]), format="json")
+    r = c.put(url(trace, round=rnd), state(1, [lab("1.1", "absent")]), format="json")
     assert r.status_code == 404  # the round is no longer one of hers
     # the service's own check, with the round still passed in (as when the view resolved it first)
     from annotations.labels.services import AnnotationForbidden, annotation_upsert
@@ -156,9 +145,9 @@ def test_an_annotator_taken_off_the_round_can_no_longer_save_in_it(project, trac
 def test_a_trace_taken_out_of_the_round_can_no_longer_be_saved_in_it(project, trace, annotator):
     rnd = make_round(project, traces=[trace], annotators=[annotator])
     c = client_for(annotator)
-    c.put(url(trace, rnd), state(0, [lab("1.1")]), format="json")
+    c.put(url(trace, round=rnd), state(0, [lab("1.1")]), format="json")
     RoundTrace.objects.filter(round=rnd, trace=trace).delete()
-    r = c.put(url(trace, rnd), state(1, [lab("1.1", "absent")]), format="json")
+    r = c.put(url(trace, round=rnd), state(1, [lab("1.1", "absent")]), format="json")
     assert r.status_code == 400 and "not part of round" in r.json()["detail"]
     assert Annotation.objects.get().revision == 1
 
@@ -215,9 +204,9 @@ def test_a_round_save_costs_one_query_more_than_one_outside_rounds(
 ):
     rnd = make_round(project, traces=[trace], annotators=[annotator])
     c = token_client(annotator)
-    c.put(url(trace, rnd), state(0, [lab("1.1")]), format="json")
+    c.put(url(trace, round=rnd), state(0, [lab("1.1")]), format="json")
     # + the round (the view resolves ?round=); whether the trace and the annotator are still in it
     # is read with the lock (the ORM path asked in two more queries)
     with django_assert_num_queries(10):
-        r = c.put(url(trace, rnd), state(1, [lab("1.1", rationale="why")]), format="json")
+        r = c.put(url(trace, round=rnd), state(1, [lab("1.1", rationale="why")]), format="json")
     assert r.json()["revision"] == 2

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from rest_framework.test import APIClient
 
 from annotations.models import Annotation, AnnotationEvent
-from tests.annotations.workspace_factories import all_labels, db_state, make_round, make_trace
+from tests.annotations.workspace_factories import all_labels, client_for, db_state, make_round, make_trace, url
 
 pytestmark = pytest.mark.django_db
 
@@ -15,17 +14,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def trace(project):
     return make_trace(project, n_steps=6, lines_per_step=3, title="t1")
-
-
-def client_for(user):
-    c = APIClient()
-    c.force_authenticate(user)
-    return c
-
-
-def url(trace, suffix="", round=None):
-    base = f"/api/projects/{trace.project.slug}/traces/{trace.pk}/annotation/{suffix}"
-    return f"{base}?round={round.pk}" if round else base
 
 
 def body(revision, labels=None, **kw):
