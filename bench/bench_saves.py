@@ -308,6 +308,26 @@ def server_cpu_seconds(server: subprocess.Popen) -> float:
     return total
 
 
+def _proc_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def db_backends_cpu(env: dict) -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend serving the bench database (from /proc; the
+    server must run on this machine, as the bench's does)."""
+    server, name = env["DATABASE_URL"].rsplit("/", 1)
+    out = subprocess.run(
+        ["psql", f"{server}/postgres", "-tAc", f"SELECT pid FROM pg_stat_activity WHERE datname = '{name}'"],  # noqa: S608
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return {int(pid): _proc_cpu(int(pid)) for pid in out if pid.isdigit()}
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] * 1000
@@ -321,10 +341,11 @@ def main() -> int:
     # One process per core: on this 2-core machine 4 workers measured slower (more context switches).
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--db", default=BENCH_DB, help="database name (parallel runs need their own)")
     args = ap.parse_args()
     lo, hi = (float(x) / 1000 for x in args.think_ms.split("-"))
     env = bench_env(
-        BENCH_DB,
+        args.db,
         ALLOWED_HOSTS="127.0.0.1,localhost",
         MAST_VAR_DIR=str(REPO / "var" / "bench_saves"),
         CONN_MAX_AGE="600",
@@ -332,7 +353,7 @@ def main() -> int:
     )
     (REPO / "var" / "bench_saves").mkdir(parents=True, exist_ok=True)
     ACCESS_LOG.unlink(missing_ok=True)
-    print(f"database {BENCH_DB}: creating and migrating…", flush=True)
+    print(f"database {args.db}: creating and migrating…", flush=True)
     create_bench_db(env)
     infos = seed(env, args.clients + 1)  # the last one saves alone first: the uncontended cost
     port = free_port()
@@ -354,7 +375,7 @@ def main() -> int:
         )
         ACCESS_LOG.write_text("")  # the concurrent run's server times only
         clients = [Client(port, info, args.seconds, (lo, hi), seed=i) for i, info in enumerate(infos[:-1])]
-        cpu0 = server_cpu_seconds(server)
+        cpu0, db0 = server_cpu_seconds(server), db_backends_cpu(env)
         t0 = time.perf_counter()
         for c in clients:
             c.start()
@@ -362,6 +383,7 @@ def main() -> int:
             c.join()
         wall = time.perf_counter() - t0
         server_cpu = server_cpu_seconds(server) - cpu0
+        db_cpu = sum(cpu - db0.get(pid, 0.0) for pid, cpu in db_backends_cpu(env).items())
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=20)
@@ -383,6 +405,10 @@ def main() -> int:
     print(
         f"CPU of the web processes: {server_cpu * 1000 / max(1, n):.1f} ms per save "
         f"({server_cpu:.1f} s over {n} saves; gunicorn workers' user + system time, PostgreSQL not included)"
+    )
+    print(
+        f"CPU of the PostgreSQL backends: {db_cpu * 1000 / max(1, n):.1f} ms per save ({db_cpu:.1f} s; "
+        "the bench database's connections, from /proc)"
     )
     print(f"errors: {len(errors)}" + (f"  first: {errors[0]}" if errors else ""))
     print("machine load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))

@@ -36,6 +36,7 @@ from annotations.labels.serializers import (
     QueueItemOut,
     SubmitIn,
     VisibleAnnotationOut,
+    annotation_in_plain,
 )
 from annotations.labels.services import (
     AnnotationConflict,
@@ -43,10 +44,11 @@ from annotations.labels.services import (
     annotation_submit,
     annotation_upsert,
 )
+from annotations.labels.sql import save_target
 from annotations.models import AnnotationEvent
 from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
-from traces.projects.selectors import project_get_for_user
+from traces.projects.selectors import project_access_check, project_get_for_user
 from traces.viewer.selectors import trace_get
 
 ROUND_PARAM = OpenApiParameter(
@@ -72,10 +74,11 @@ def _out(*, snapshot: dict, annotation, trace, round, version) -> dict:
 
 class _MyAnnotationMixin(ProjectScopedMixin):
     capability = "annotate"
+    target_trace = None  # the trace, when it was read with the project
 
     def target(self, request, pk):
         """(trace, taxonomy version, round) from the URL and ?round=."""
-        trace = trace_get(project=self.project, pk=pk)
+        trace = self.target_trace or trace_get(project=self.project, pk=pk)
         round = None
         raw = request.query_params.get("round", "")
         if raw:
@@ -100,6 +103,19 @@ class _MyAnnotationMixin(ProjectScopedMixin):
 class MyAnnotationApi(_MyAnnotationMixin, APIView):
     """Read or save MY annotation of a trace (outside rounds, or in ?round=)."""
 
+    def initial(self, request, *args, **kwargs):
+        if request.method != "PUT":
+            return super().initial(request, *args, **kwargs)
+        # An autosave: the project, my role and the trace in one statement (the same checks).
+        APIView.initial(self, request, *args, **kwargs)
+        pk = int(kwargs["pk"])
+        pk = pk if pk < 2**63 else None  # beyond bigint: no such trace (as the ORM answers), not a database error
+        project, role, trace = save_target(slug=kwargs["slug"], user_id=request.user.pk, trace_id=pk)
+        self.role = project_access_check(user=request.user, project=project, role=role, capability=self.capability)
+        if trace is None:
+            raise Http404("No such trace in this project.")
+        self.project, self.target_trace = project, trace
+
     @extend_schema(parameters=[ROUND_PARAM], responses={200: AnnotationOut, **REFUSALS})
     def get(self, request, slug, pk):
         trace, version, round = self.target(request, pk)
@@ -120,12 +136,14 @@ class MyAnnotationApi(_MyAnnotationMixin, APIView):
     )
     def put(self, request, slug, pk):
         trace, version, round = self.target(request, pk)
-        data = AnnotationIn(data=request.data)
-        if not data.is_valid():
-            return Response(
-                {"detail": "The request body is not a valid annotation.", "errors": _flat(data.errors)}, 400
-            )
-        v = data.validated_data
+        v = annotation_in_plain(request.data)
+        if v is None:
+            data = AnnotationIn(data=request.data)
+            if not data.is_valid():
+                return Response(
+                    {"detail": "The request body is not a valid annotation.", "errors": _flat(data.errors)}, 400
+                )
+            v = data.validated_data
         try:
             annotation = annotation_upsert(
                 trace=trace,

@@ -103,20 +103,34 @@ def sql_fetchone(sql: str, params: list) -> tuple | None:
         return cursor.fetchone()
 
 
-def sql_insert(model, rows: list[dict], *, ignore_conflicts: bool = False, returning_id: bool = False) -> list[int]:
+def sql_insert(
+    model,
+    rows: list[dict],
+    *,
+    ignore_conflicts: bool = False,
+    returning_id: bool = False,
+    upsert: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> list[int]:
     """INSERT rows (dicts of field attname -> value, all with the same keys) in one statement.
 
     Each value is adapted by its field as the ORM would (JSON, dates, decimals); what the ORM
     adds on top (model instances, signals, auto_now) is the caller's business: these tables have
-    none that matter here. Returns the new ids with ``returning_id``."""
+    none that matter here. Returns the new ids with ``returning_id``. ``upsert=(unique fields,
+    fields to overwrite)``: a row that collides on the unique fields updates those fields instead
+    (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite)."""
     if not rows:
         return []
+    quote = connection.ops.quote_name
     fields = [model._meta.get_field(name) for name in rows[0]]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    columns = ", ".join(quote(f.column) for f in fields)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     sql = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES {', '.join([one] * len(rows))}"  # noqa: S608
     if ignore_conflicts:
         sql += " ON CONFLICT DO NOTHING"
+    elif upsert is not None:
+        unique, overwrite = ([quote(model._meta.get_field(n).column) for n in names] for names in upsert)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in overwrite)
+        sql += f" ON CONFLICT ({', '.join(unique)}) DO UPDATE SET {sets}"
     if returning_id:
         sql += " RETURNING id"
     params = [f.get_db_prep_save(row[f.attname], connection) for row in rows for f in fields]

@@ -79,17 +79,28 @@ def annotation_snapshot(*, annotation: Annotation) -> dict:
         .order_by("mode__order", "mode__code")
         .values_list("mode__code", "decision", "evidence", "rationale")
     )
+    return annotation_snapshot_of(
+        annotation=annotation,
+        labels=labels,
+        open_codes=annotation.open_codes.values_list("name", flat=True),
+        attribution=_attribution(annotation),
+    )
+
+
+def annotation_snapshot_of(*, annotation: Annotation, labels, open_codes, attribution: dict | None) -> dict:
+    """The snapshot of ``annotation_snapshot`` from rows already read: ``labels`` as (code, decision,
+    evidence, rationale) in mode order (the mode's ``order``, then its code), open codes' names."""
     return {
         "revision": annotation.revision,
         "state": annotation.state,
         "task_success": annotation.task_success,
         "notes": annotation.notes,
-        "open_codes": sorted(annotation.open_codes.values_list("name", flat=True)),
+        "open_codes": sorted(open_codes),
         "labels": [
             {"code": code, "decision": decision, "evidence": evidence, "rationale": rationale}
             for code, decision, evidence, rationale in labels
         ],
-        "attribution": _attribution(annotation),
+        "attribution": attribution,
     }
 
 

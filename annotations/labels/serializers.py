@@ -58,6 +58,48 @@ class AnnotationIn(serializers.Serializer):
     )
 
 
+def annotation_in_plain(data) -> dict | None:
+    """``AnnotationIn``'s validated data for a body already in its exact shape, without DRF's field
+    machinery (an autosave arrives every few seconds); None for anything else, which then goes
+    through ``AnnotationIn`` for the same result or its field-by-field errors (a string revision,
+    a number as a code, padded codes: whatever DRF would coerce or refuse)."""
+    if not isinstance(data, dict):
+        return None
+    revision, labels = data.get("revision"), data.get("labels")
+    if type(revision) is not int or revision < 0 or type(labels) is not list:
+        return None
+    clean = []
+    for label in labels:
+        if type(label) is not dict:
+            return None
+        code, decision = label.get("code"), label.get("decision")
+        evidence, rationale = label.get("evidence", []), label.get("rationale", "")
+        for text in (code, decision):
+            if type(text) is not str or not text or text != text.strip():
+                return None
+        if type(evidence) is not list or type(rationale) is not str:
+            return None
+        clean.append({"code": code, "decision": decision, "evidence": evidence, "rationale": rationale})
+    task_success, notes = data.get("task_success", "unknown"), data.get("notes", "")
+    open_codes = data.get("open_codes", [])
+    if type(task_success) is not str or not task_success or task_success != task_success.strip():
+        return None
+    if type(notes) is not str or type(open_codes) is not list or any(type(c) is not str for c in open_codes):
+        return None
+    texts = [
+        task_success,
+        notes,
+        *open_codes,
+        *(t for lab in clean for t in (lab["code"], lab["decision"], lab["rationale"])),
+    ]
+    if any("\x00" in t for t in texts):  # DRF's CharField refuses NUL characters
+        return None
+    out = {"revision": revision, "labels": clean, "task_success": task_success, "notes": notes}
+    out["open_codes"] = list(open_codes)
+    out["attribution"] = data.get("attribution")
+    return out
+
+
 class SubmitIn(serializers.Serializer):
     revision = serializers.IntegerField(min_value=0)
 

@@ -33,13 +33,13 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotations.labels import sql
 from annotations.labels.attribution import attribution_clean, attribution_write, clean_text
-from annotations.labels.selectors import annotation_snapshot
+from annotations.labels.selectors import annotation_snapshot, annotation_snapshot_of
 from annotations.labels.visibility import BLIND_ROUND_STATES
 from annotations.models import (
     Annotation,
     AnnotationEvent,
-    ModeLabel,
     OpenCode,
     Rater,
     Round,
@@ -132,15 +132,7 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
     if not user_can(user=user, project=trace.project, capability="annotate"):
         raise AnnotationForbidden("Your role in this project does not allow labelling.")
     if round is not None:
-        if round.project_id != trace.project_id or not RoundTrace.objects.filter(round=round, trace=trace).exists():
-            raise AnnotationInvalid(f"Trace {trace.pk} is not part of round {round.name!r}.")
-        if not RoundAnnotator.objects.filter(round=round, user=user).exists():
-            raise AnnotationForbidden(f"You are not an annotator of round {round.name!r}.")
-        if round.taxonomy_version_id != taxonomy_version.pk:
-            raise AnnotationInvalid(f"Round {round.name!r} uses {round.taxonomy_version}, not {taxonomy_version}.")
-        refusal = _round_refusal(round)
-        if refusal:
-            raise AnnotationLocked(refusal)
+        _check_round(round=round, trace=trace, user=user, taxonomy_version=taxonomy_version)
     qs = Annotation.objects.select_for_update(of=("self",)) if lock else Annotation.objects.all()
     # One query on the hot path (an autosave): the rater comes with the annotation.
     annotation = (
@@ -169,6 +161,31 @@ def _get_or_create(*, trace: Trace, user, taxonomy_version: TaxonomyVersion, rou
     if round is not None:
         annotation.round = round
     return annotation
+
+
+def _check_round(
+    *,
+    round: Round,
+    trace: Trace,
+    user,
+    taxonomy_version: TaxonomyVersion,
+    in_round: bool | None = None,
+    is_annotator: bool | None = None,
+) -> None:
+    """May ``user`` label ``trace`` in ``round`` now? ``in_round``/``is_annotator``: already read (None: ask)."""
+    if in_round is None:
+        in_round = RoundTrace.objects.filter(round=round, trace=trace).exists()
+    if round.project_id != trace.project_id or not in_round:
+        raise AnnotationInvalid(f"Trace {trace.pk} is not part of round {round.name!r}.")
+    if is_annotator is None:
+        is_annotator = RoundAnnotator.objects.filter(round=round, user=user).exists()
+    if not is_annotator:
+        raise AnnotationForbidden(f"You are not an annotator of round {round.name!r}.")
+    if round.taxonomy_version_id != taxonomy_version.pk:
+        raise AnnotationInvalid(f"Round {round.name!r} uses {round.taxonomy_version}, not {taxonomy_version}.")
+    refusal = _round_refusal(round)
+    if refusal:
+        raise AnnotationLocked(refusal)
 
 
 # ------------------------------------------------------------------ validation
@@ -370,10 +387,11 @@ def _ensure_author(*, annotation: Annotation, by) -> None:
         raise AnnotationForbidden("Your role in this project does not allow labelling.")
 
 
-def _ensure_round_editable(*, annotation: Annotation) -> None:
+def _ensure_round_editable(*, annotation: Annotation, fresh_round: Round | None = None) -> None:
+    """Refuse edits once the round is closed; ``fresh_round``: its name and state read in this transaction."""
     if annotation.round_id is None:
         return
-    round = Round.objects.only("id", "name", "state").get(pk=annotation.round_id)
+    round = fresh_round or Round.objects.only("id", "name", "state").get(pk=annotation.round_id)
     refusal = _round_refusal(round)
     if refusal:
         raise AnnotationLocked(refusal)
@@ -417,10 +435,17 @@ def annotation_save(
 
 
 def _apply(
-    *, current: Annotation, by, base_revision: int, content: dict[str, Any], before: dict | None = None
+    *,
+    current: Annotation,
+    by,
+    base_revision: int,
+    content: dict[str, Any],
+    before: dict | None = None,
+    fresh_round: Round | None = None,
 ) -> Annotation:
-    """Compare-and-write on a row locked by the caller's transaction (``before``: its state, if read)."""
-    _ensure_round_editable(annotation=current)
+    """Compare-and-write on a row locked by the caller's transaction (``before``: its state, if read;
+    ``fresh_round``: its round as read with the lock). Writes only what changed, in plain SQL."""
+    _ensure_round_editable(annotation=current, fresh_round=fresh_round)
     if before is None:
         before = annotation_snapshot(annotation=current)
     if _content(before) == content:
@@ -448,48 +473,36 @@ def _apply(
     current.task_success = content["task_success"]
     current.notes = content["notes"]
     current.revision += 1
-    current.save(update_fields=update)
+    current.updated_at = now = timezone.now()
+    sql.annotation_row_write(annotation_id=current.pk, values={name: getattr(current, name) for name in update})
     after = {"revision": current.revision, "state": current.state, **content}
-    AnnotationEvent.objects.create(
-        annotation=current, by=by, action=action, revision=current.revision, before=before, after=after
+    sql.annotation_event_insert(
+        annotation_id=current.pk,
+        by_id=by.pk,
+        at=now,
+        action=action,
+        revision=current.revision,
+        before=before,
+        after=after,
     )
     current.snapshot = after
     return current
 
 
 def _write_labels(*, annotation: Annotation, old: list[dict], new: list[dict]) -> None:
+    """Delete the labels of modes no longer listed; upsert the new and the changed ones, nothing else."""
     modes = _version_modes(annotation.taxonomy_version)
     old_by_code = {lab["code"]: lab for lab in old}
-    new_by_code = {lab["code"]: lab for lab in new}
-    gone = [modes[code][0] for code in old_by_code if code not in new_by_code]
-    if gone:
-        ModeLabel.objects.filter(annotation=annotation, mode_id__in=gone).delete()
-    changed = [lab for code, lab in new_by_code.items() if code in old_by_code and old_by_code[code] != lab]
-    if changed:
-        rows = {
-            row.mode_id: row
-            for row in ModeLabel.objects.filter(
-                annotation=annotation, mode_id__in=[modes[lab["code"]][0] for lab in changed]
-            )
-        }
-        for lab in changed:
-            row = rows[modes[lab["code"]][0]]
-            row.decision, row.evidence, row.rationale = lab["decision"], lab["evidence"], lab["rationale"]
-        ModeLabel.objects.bulk_update(list(rows.values()), ["decision", "evidence", "rationale"])
-    added = [lab for code, lab in new_by_code.items() if code not in old_by_code]
-    if added:
-        ModeLabel.objects.bulk_create(
-            [
-                ModeLabel(
-                    annotation=annotation,
-                    mode_id=modes[lab["code"]][0],
-                    decision=lab["decision"],
-                    evidence=lab["evidence"],
-                    rationale=lab["rationale"],
-                )
-                for lab in added
-            ]
-        )
+    new_codes = {lab["code"] for lab in new}
+    sql.labels_write(
+        annotation_id=annotation.pk,
+        gone=[modes[code][0] for code in old_by_code if code not in new_codes],
+        put=[
+            (modes[lab["code"]][0], lab["decision"], lab["evidence"], lab["rationale"])
+            for lab in new
+            if old_by_code.get(lab["code"]) != lab
+        ],
+    )
 
 
 def _open_codes_get_or_create(*, project_id: int, names: list[str]) -> list[OpenCode]:
@@ -559,11 +572,38 @@ def annotation_upsert(
     open_codes: list[str] | None = None,
     attribution: dict[str, Any] | None = None,
 ) -> Annotation:
-    """Save MY annotation of the trace, creating it on the first save; a refusal stores nothing at all."""
+    """Save MY annotation of the trace, creating it on the first save; a refusal stores nothing at all.
+
+    The annotation's row, rater, round state, round membership and attribution come in one locking
+    statement and its labels and open codes in one more (``annotations.labels.sql``); the first save,
+    which creates the row, goes through ``_get_or_create``."""
     with transaction.atomic():
-        current = _get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round, lock=True)
-        _ensure_author(annotation=current, by=user)
-        before = annotation_snapshot(annotation=current)
+        locked = sql.annotation_lock(
+            trace_id=trace.pk, user_id=user.pk, version_id=taxonomy_version.pk, round_id=round.pk if round else None
+        )
+        fresh_round = None
+        if locked is None:
+            current = _get_or_create(trace=trace, user=user, taxonomy_version=taxonomy_version, round=round, lock=True)
+            _ensure_author(annotation=current, by=user)
+            before = annotation_snapshot(annotation=current)
+        else:
+            current = locked.annotation
+            current.trace, current.taxonomy_version = trace, taxonomy_version
+            if not user_can(user=user, project=trace.project, capability="annotate"):
+                raise AnnotationForbidden("Your role in this project does not allow labelling.")
+            if round is not None:
+                current.round = round
+                _check_round(
+                    round=round,
+                    trace=trace,
+                    user=user,
+                    taxonomy_version=taxonomy_version,
+                    in_round=locked.in_round,
+                    is_annotator=locked.round_annotator,
+                )
+                fresh_round = Round(id=round.pk, name=locked.round_name, state=locked.round_state)
+            _ensure_author(annotation=current, by=user)
+            before = _locked_snapshot(locked)
         known = frozenset(ev["step"] for lab in before["labels"] for ev in lab["evidence"] if "step" in ev)
         content = _clean_content(
             annotation=current,
@@ -574,4 +614,29 @@ def annotation_upsert(
             known_steps=known,
             attribution=attribution,
         )
-        return _apply(current=current, by=user, base_revision=base_revision, content=content, before=before)
+        return _apply(
+            current=current,
+            by=user,
+            base_revision=base_revision,
+            content=content,
+            before=before,
+            fresh_round=fresh_round,
+        )
+
+
+def _locked_snapshot(locked: sql.LockedAnnotation) -> dict[str, Any]:
+    """``annotation_snapshot`` of a locked annotation from its label and open code rows (one query)."""
+    annotation = locked.annotation
+    rows, codes = sql.annotation_labels_and_codes(annotation_id=annotation.pk)
+    by_id = {m.pk: m for m in version_modes(version=annotation.taxonomy_version)}
+    if any(mode_id not in by_id for mode_id, *_ in rows):  # a label outside its version: never written here
+        return annotation_snapshot(annotation=annotation)
+    rows.sort(key=lambda row: (by_id[row[0]].order, by_id[row[0]].code))
+    return annotation_snapshot_of(
+        annotation=annotation,
+        labels=[
+            (by_id[mode_id].code, decision, evidence, rationale) for mode_id, decision, evidence, rationale in rows
+        ],
+        open_codes=codes,
+        attribution=locked.attribution,
+    )

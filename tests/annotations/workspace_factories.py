@@ -84,3 +84,18 @@ def db_state():
         "open_codes": sorted(OpenCode.objects.values_list("project_id", "name")),
         "links": sorted(Annotation.open_codes.through.objects.values_list("annotation_id", "opencode_id")),
     }
+
+
+def client_for(user):
+    """An API client signed in as ``user`` (DRF's force_authenticate: the same user object every request)."""
+    from rest_framework.test import APIClient
+
+    c = APIClient()
+    c.force_authenticate(user)
+    return c
+
+
+def url(trace, suffix="", round=None):
+    """My annotation's API address for the trace (``suffix``: submit/, history/), in ``round`` if given."""
+    base = f"/api/projects/{trace.project.slug}/traces/{trace.pk}/annotation/{suffix}"
+    return f"{base}?round={round.pk}" if round else base

@@ -47,14 +47,30 @@ def user_can(*, user, project: Project, capability: str) -> bool:
 def project_get_for_user(*, user, slug: str, capability: str = "view") -> tuple[Project, str]:
     """The project and the user's role; 404 for non-members (no leak), 403 for a missing right."""
     project = Project.objects.select_related("taxonomy_version__taxonomy").filter(slug=slug).first()
+    role = project_role(user=user, project=project) if project is not None else None
+    return project, project_access_check(user=user, project=project, role=role, capability=capability)
+
+
+def project_access_check(*, user, project: Project | None, role: str | None, capability: str) -> str:
+    """The rule of ``project_get_for_user`` for a project and membership role already read (by a
+    caller that reads them with other rows in one statement): 404 for no project and non-members,
+    403 for a missing right; the role is remembered for ``project_role``. Returns the role."""
     if project is None:
         raise Http404("No such project.")
-    role = project_role(user=user, project=project)
+    if user.is_authenticated and user.is_superuser:
+        role = Membership.Role.MANAGER
+    elif not user.is_authenticated:
+        role = None
     if role is None:
         raise Http404("No such project.")
+    if user.is_authenticated:
+        cache = getattr(user, "_project_roles", None)
+        if cache is None:
+            cache = user._project_roles = {}
+        cache[project.pk] = role
     if capability not in CAPABILITIES[role]:
         raise PermissionDenied(f"Your role in {project.name} ({role}) does not allow this.")
-    return project, role
+    return role
 
 
 def project_members(*, project: Project) -> QuerySet[Membership]:

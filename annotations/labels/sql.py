@@ -1,0 +1,200 @@
+"""An autosave's statements in plain SQL (PostgreSQL and SQLite).
+
+Every few seconds of labelling the screen saves the whole state, so a save is the product's most
+frequent write. With the ORM, building and compiling its dozen statements cost the web process
+more CPU than PostgreSQL spent answering them (bench/bench_saves.py). Here the hot path is a few
+fixed statements: read and lock the annotation with everything its checks need, read its labels
+and open codes, write only the labels that changed (one upsert, one delete), the row, the history
+event. Rules stay in ``annotations.labels.services``; this module only reads and writes rows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from annotations.labels.bulk import sql_fetchone, sql_for_update, sql_insert, sql_update
+from annotations.models import (
+    Annotation,
+    AnnotationEvent,
+    Attribution,
+    ModeLabel,
+    OpenCode,
+    Rater,
+    Round,
+    RoundAnnotator,
+    RoundTrace,
+)
+from taxonomy.models import TaxonomyVersion
+from traces.models import Membership, Project, Trace
+
+ANN, RATER, ROUND, ATTR, LABEL, CODE = (
+    m._meta.db_table for m in (Annotation, Rater, Round, Attribution, ModeLabel, OpenCode)
+)
+ANN_CODES = Annotation.open_codes.through._meta.db_table
+ROUND_TRACE, ROUND_ANNOTATOR = RoundTrace._meta.db_table, RoundAnnotator._meta.db_table
+
+
+PROJECT, VERSION, MEMBERSHIP, TRACE = (m._meta.db_table for m in (Project, TaxonomyVersion, Membership, Trace))
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value  # SQLite (and Django's psycopg) give text
+
+
+SAVE_TARGET = (
+    "SELECT p.id, p.slug, p.name, p.taxonomy_version_id, v.taxonomy_id, v.number, v.status,"  # noqa: S608
+    " m.role, t.id, t.n_lines, t.n_steps"
+    f" FROM {PROJECT} p LEFT JOIN {VERSION} v ON v.id = p.taxonomy_version_id"
+    f" LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = %s"
+    f" LEFT JOIN {TRACE} t ON t.id = %s AND t.project_id = p.id"
+    " WHERE p.slug = %s"
+)
+
+
+def save_target(
+    *, slug: str, user_id: int | None, trace_id: int | None
+) -> tuple[Project | None, str | None, Trace | None]:
+    """The project (with its taxonomy version), my membership role in it and its trace ``trace_id``
+    in one statement; None for what is not there. Only the columns a save reads are loaded; the
+    others are deferred (read on first use), as with ``.only()``."""
+    row = sql_fetchone(SAVE_TARGET, [user_id, trace_id, slug])
+    if row is None:
+        return None, None, None
+    pk, p_slug, name, version_id, taxonomy_id, number, status, role, t_id, n_lines, n_steps = row
+    db = connection.alias
+    project = Project.from_db(db, ["id", "slug", "name", "taxonomy_version_id"], [pk, p_slug, name, version_id])
+    if version_id is not None:
+        fields = ["id", "taxonomy_id", "number", "status"]
+        project.taxonomy_version = TaxonomyVersion.from_db(db, fields, [version_id, taxonomy_id, number, status])
+    trace = None
+    if t_id is not None:
+        trace = Trace.from_db(db, ["id", "project_id", "n_lines", "n_steps"], [t_id, pk, n_lines, n_steps])
+        trace.project = project
+    return project, role, trace
+
+
+@dataclass
+class LockedAnnotation:
+    """The row of my annotation, locked until the transaction ends, with what its checks read."""
+
+    annotation: Annotation
+    round_name: str | None
+    round_state: str | None
+    in_round: bool  # the trace is one of the round's traces (always True outside rounds)
+    round_annotator: bool  # the user is one of the round's annotators (always True outside rounds)
+    attribution: dict | None
+
+
+def annotation_lock(*, trace_id: int, user_id: int, version_id: int, round_id: int | None) -> LockedAnnotation | None:
+    """My annotation of the trace (None when there is none yet), ``SELECT ... FOR UPDATE`` on its row."""
+    round_where = "a.round_id = %s" if round_id is not None else "a.round_id IS NULL"
+    lock = sql_for_update()
+    sql = (
+        "SELECT a.id, a.state, a.task_success, a.notes, a.revision, a.submitted_at, a.rater_id,"  # noqa: S608
+        " ra.kind, ra.name, rd.name, rd.state,"
+        f" EXISTS (SELECT 1 FROM {ROUND_TRACE} rt WHERE rt.round_id = a.round_id AND rt.trace_id = a.trace_id),"
+        f" EXISTS (SELECT 1 FROM {ROUND_ANNOTATOR} rn WHERE rn.round_id = a.round_id AND rn.user_id = ra.user_id),"
+        " att.id, att.decisive_step, att.no_single_step, att.agent, att.modes, att.reason, att.errors"
+        f" FROM {ANN} a JOIN {RATER} ra ON ra.id = a.rater_id"
+        f" LEFT JOIN {ROUND} rd ON rd.id = a.round_id"
+        f" LEFT JOIN {ATTR} att ON att.annotation_id = a.id"
+        f" WHERE a.trace_id = %s AND ra.user_id = %s AND a.taxonomy_version_id = %s AND {round_where}"
+        + (f"{lock} OF a" if lock else "")
+    )
+    params: list = [trace_id, user_id, version_id] + ([round_id] if round_id is not None else [])
+    row = sql_fetchone(sql, params)
+    if row is None:
+        return None
+    pk, state, task_success, notes, revision, submitted_at, rater_id, kind, name, rd_name, rd_state = row[:11]
+    in_round, is_annotator, attr_id, step, no_single, agent, modes, reason, errors = row[11:]
+    if isinstance(submitted_at, str):  # SQLite
+        submitted_at = Annotation._meta.get_field("submitted_at").to_python(submitted_at)
+    annotation = Annotation(
+        id=pk,
+        trace_id=trace_id,
+        rater_id=rater_id,
+        taxonomy_version_id=version_id,
+        round_id=round_id,
+        state=state,
+        task_success=task_success,
+        notes=notes,
+        revision=revision,
+        submitted_at=submitted_at,
+    )
+    annotation.rater = Rater(id=rater_id, kind=kind, name=name, user_id=user_id)
+    attribution = None
+    if attr_id is not None:
+        attribution = {
+            "step": step,
+            "no_single_step": bool(no_single),
+            "agent": agent,
+            "modes": list(_json(modes)),
+            "reason": reason,
+            "errors": list(_json(errors)),
+        }
+    return LockedAnnotation(
+        annotation=annotation,
+        round_name=rd_name,
+        round_state=rd_state,
+        in_round=round_id is None or bool(in_round),
+        round_annotator=round_id is None or bool(is_annotator),
+        attribution=attribution,
+    )
+
+
+def annotation_labels_and_codes(*, annotation_id: int) -> tuple[list[tuple[int, str, list, str]], list[str]]:
+    """The annotation's labels as (mode id, decision, evidence, rationale) and its open codes' names."""
+    sql = (
+        f"SELECT l.mode_id, l.decision, l.evidence, l.rationale FROM {LABEL} l WHERE l.annotation_id = %s"  # noqa: S608
+        f" UNION ALL SELECT NULL, c.name, NULL, NULL FROM {CODE} c JOIN {ANN_CODES} ac ON ac.opencode_id = c.id"
+        " WHERE ac.annotation_id = %s"
+    )
+    labels, codes = [], []
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [annotation_id, annotation_id])
+        for mode_id, decision, evidence, rationale in cursor.fetchall():
+            if mode_id is None:
+                codes.append(decision)
+            else:
+                labels.append((mode_id, decision, _json(evidence), rationale))
+    return labels, codes
+
+
+def labels_write(*, annotation_id: int, gone: list[int], put: list[tuple[int, str, list, str]]) -> None:
+    """Delete the labels of modes ``gone``; insert or overwrite ``put`` (mode id, decision, evidence, rationale)."""
+    if gone:
+        marks = ", ".join(["%s"] * len(gone))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {LABEL} WHERE annotation_id = %s AND mode_id IN ({marks})",  # noqa: S608
+                [annotation_id, *gone],
+            )
+    rows = [
+        {"annotation_id": annotation_id, "mode_id": m, "decision": d, "evidence": e, "rationale": r}
+        for m, d, e, r in put
+    ]
+    sql_insert(ModeLabel, rows, upsert=(("annotation", "mode"), ("decision", "evidence", "rationale")))
+
+
+def annotation_row_write(*, annotation_id: int, values: dict[str, Any]) -> None:
+    sql_update(Annotation, annotation_id, values)
+
+
+def annotation_event_insert(
+    *, annotation_id: int, by_id: int | None, at: datetime, action: str, revision: int, before: dict, after: dict
+) -> None:
+    row = {
+        "annotation_id": annotation_id,
+        "by_id": by_id,
+        "at": at,
+        "action": action,
+        "revision": revision,
+        "before": before,
+        "after": after,
+    }
+    sql_insert(AnnotationEvent, [row])
