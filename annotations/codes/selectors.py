@@ -57,10 +57,14 @@ class CodeRow:
         return sorted(self.raters)
 
 
-def _visible_uses(*, project: Project, user) -> QuerySet[Annotation]:
-    return annotations_visible_across(
-        user=user, project=project, qs=Annotation.objects.filter(trace__project=project, open_codes__isnull=False)
-    )
+def _visible_uses(*, project: Project, user, code: OpenCode | None = None) -> QuerySet[Annotation]:
+    """Annotations carrying ``code`` (or any open code) that the user may see, each once."""
+    qs = Annotation.objects.filter(trace__project=project)
+    if code is not None:
+        qs = qs.filter(open_codes=code)
+    else:  # a subquery, not a join: an annotation with several codes is still one row
+        qs = qs.filter(pk__in=Annotation.open_codes.through.objects.values("annotation_id"))
+    return annotations_visible_across(user=user, project=project, qs=qs)
 
 
 class _ModeNamer:
@@ -143,8 +147,7 @@ def open_code_uses(*, project: Project, user, code: OpenCode, limit: int = MAX_U
     from traces.models import Step
 
     anns = list(
-        _visible_uses(project=project, user=user)
-        .filter(open_codes=code)
+        _visible_uses(project=project, user=user, code=code)
         .select_related("rater", "round", "taxonomy_version__taxonomy", "attribution")
         .select_related("trace")
         .only(
@@ -238,22 +241,40 @@ def open_code_seed(*, code: OpenCode, uses: list[CodeUse], n: int = 5) -> str:
     return "\n".join(parts)
 
 
-def promote_draft(*, project: Project) -> TaxonomyVersion | None:
-    """The draft a promotion goes into if one was already started from the working version."""
-    if project.taxonomy_version is None:
+def promote_sources(*, project: Project) -> list[TaxonomyVersion]:
+    """Versions a promotion may draft from: the working version, then the published versions newer
+    than it (a version the project has not moved to yet, such as a round's refined one), newest last."""
+    from taxonomy.selectors import version_is_newer
+
+    working = project.taxonomy_version
+    if working is None:
+        return []
+    newer = [
+        v
+        for v in TaxonomyVersion.objects.select_related("taxonomy", "parent")
+        .filter(taxonomy_id=working.taxonomy_id, status=TaxonomyVersion.Status.PUBLISHED)
+        .order_by("number")
+        if version_is_newer(version=v, than=working)
+    ]
+    return [working, *newer]
+
+
+def promote_draft(*, source: TaxonomyVersion | None) -> TaxonomyVersion | None:
+    """The draft a promotion from ``source`` goes into, if one was already started from it."""
+    if source is None:
         return None
     return (
         TaxonomyVersion.objects.select_related("taxonomy")
-        .filter(parent=project.taxonomy_version, status=TaxonomyVersion.Status.DRAFT)
+        .filter(parent=source, status=TaxonomyVersion.Status.DRAFT)
         .order_by("-number")
         .first()
     )
 
 
-def promote_targets(*, project: Project, draft: TaxonomyVersion | None) -> list[FailureMode]:
-    """Modes an open code may extend: those of the draft it will go into (or of the working version,
-    which the draft will copy)."""
+def promote_targets(*, source: TaxonomyVersion | None, draft: TaxonomyVersion | None) -> list[FailureMode]:
+    """Modes an open code may extend: those of the draft it will go into (or of ``source``, which
+    a new draft will copy)."""
     from taxonomy.selectors import version_modes
 
-    version = draft or project.taxonomy_version
+    version = draft or source
     return version_modes(version=version) if version else []

@@ -26,12 +26,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotations.codes.selectors import open_code_seed, open_code_uses
+from annotations.codes.selectors import open_code_seed, open_code_uses, promote_sources
 from annotations.labels.selectors import annotation_snapshot, open_code_list
 from annotations.labels.services import MAX_OPEN_CODE
 from annotations.models import Annotation, AnnotationEvent, OpenCode
 from taxonomy.access import version_user_can_change
-from taxonomy.models import FailureMode, ModeMapping
+from taxonomy.models import FailureMode, ModeMapping, TaxonomyVersion
 from taxonomy.services import mode_add, mode_edit, version_draft_next
 from traces.models import Project
 from traces.projects.selectors import user_can
@@ -148,18 +148,26 @@ def open_code_promote(
     definition: str = "",
     extend: str = "",
     examples: str | None = None,
+    source: TaxonomyVersion | None = None,
 ) -> FailureMode:
     """Promote the code into the next version's draft: a new mode ``mode_code``/``name``/``definition``,
     or, with ``extend`` (a mode code of the draft), that mode's definition replaced by ``definition``
     (the caller's form starts from the old one) and the code's examples appended to its examples.
-    ``examples`` defaults to the code's seeded examples (``open_code_seed``)."""
+    ``examples`` defaults to the code's seeded examples (``open_code_seed``). ``source`` is the
+    version the draft starts from: the working version (default) or a published newer one
+    (``promote_sources``)."""
     _require_manager(project=project, by=by)
     code = _managed_code(project=project, code=code, by=by)
-    working = project.taxonomy_version
-    if working is None:
+    sources = promote_sources(project=project)
+    if not sources:
         raise ValidationError(f"{project.name} has no working taxonomy version to draft from.")
+    source = source or sources[0]
+    if source.pk not in {v.pk for v in sources}:
+        raise ValidationError(
+            f"A promotion drafts from {project.name}'s working version or a published newer one, not {source.label}."
+        )
     draft = version_draft_next(
-        source=working, by=by, notes=f"Drafted from {working.label} to promote open codes of {project.name}."
+        source=source, by=by, notes=f"Drafted from {source.label} to promote open codes of {project.name}."
     )
     if draft.created_by_id != getattr(by, "pk", None) and not version_user_can_change(user=by, version=draft):
         raise ValidationError(f"The draft {draft.label} was started by someone else and you may not change it.")

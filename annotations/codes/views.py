@@ -23,6 +23,7 @@ from annotations.codes.selectors import (
     open_code_seed,
     open_code_uses,
     promote_draft,
+    promote_sources,
     promote_targets,
 )
 from annotations.codes.services import open_code_merge, open_code_promote, open_code_rename
@@ -163,8 +164,11 @@ def _free_codes(modes) -> list[str]:
 def code_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     code = _code_or_404(project=project, user=request.user, pk=pk)
-    draft = promote_draft(project=project)
-    modes = promote_targets(project=project, draft=draft)
+    sources = promote_sources(project=project)
+    raw = request.POST.get("source") or request.GET.get("source") or ""
+    source = next((v for v in sources if str(v.pk) == raw), sources[0] if sources else None)
+    draft = promote_draft(source=source)
+    modes = promote_targets(source=source, draft=draft)
     uses = open_code_uses(project=project, user=request.user, code=code)
     free = _free_codes(modes)
     initial = {
@@ -189,6 +193,7 @@ def code_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
                 definition=d["definition"],
                 extend=d["extend"] if d["how"] == "extend" else "",
                 examples=d["examples"],
+                source=source,
             )
         except ValidationError as exc:
             form.add_error(None, _errors(exc))
@@ -210,6 +215,8 @@ def code_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "code": code,
             "form": form,
             "draft": draft,
+            "source": source,
+            "sources": sources,
             "free": free,
             "modes": modes,
             "definitions": definitions,

@@ -48,7 +48,7 @@ def test_overview_counts_uses_traces_raters_and_modes_present_beside(project, ma
 
 def test_uses_list_the_steps_each_annotation_cites_and_its_rationale(project, manager, annotator):
     t = make_trace(project, n_steps=8)
-    code(annotator, t, ["retry loop"], present=("1.3",), step=5, rationale="same call five times")
+    code(annotator, t, ["retry loop", "another code"], present=("1.3",), step=5, rationale="same call five times")
     oc = OpenCode.objects.get(name="retry loop")
     (use,) = open_code_uses(project=project, user=manager, code=oc)
     assert use.steps == [5] and use.present == ["1.3"]
@@ -219,3 +219,23 @@ def test_annotations_untouched_when_a_promotion_is_refused(project, manager, ann
         )
     assert TaxonomyVersion.objects.count() == before  # the draft it started was rolled back
     assert Annotation.objects.count() == 1
+
+
+def test_promote_may_draft_from_a_newer_published_version_but_not_an_older_one(project, manager, annotator):
+    from django.core.exceptions import ValidationError
+
+    from taxonomy.services import version_draft_from, version_publish
+
+    v1 = project.taxonomy_version
+    v2 = version_publish(version=version_draft_from(source=v1, by=manager))
+    code(annotator, make_trace(project), ["x", "y"])
+    mode = open_code_promote(
+        project=project, code=OpenCode.objects.get(name="x"), by=manager, source=v2, mode_code="1.6", name="X", definition="d"
+    )
+    assert mode.version.parent == v2
+    project.taxonomy_version = v2
+    project.save()
+    with pytest.raises(ValidationError, match="working version or a published newer one"):
+        open_code_promote(
+            project=project, code=OpenCode.objects.get(name="y"), by=manager, source=v1, mode_code="1.7", name="Y", definition="d"
+        )
