@@ -94,9 +94,7 @@ class _ModeNamer:
 def open_code_overview(*, project: Project, user, q: str = "") -> list[CodeRow]:
     """Every code the user may know of, most used first, with what the user may see of its uses.
     A fixed number of queries whatever the number of codes and uses."""
-    codes = list(
-        open_code_list(project=project, user=user, q=q).select_related("promoted_mode__version__taxonomy")
-    )
+    codes = list(open_code_list(project=project, user=user, q=q).select_related("promoted_mode__version__taxonomy"))
     rows = {c.pk: CodeRow(code=c, n_uses=c.n_uses) for c in codes}
     if not rows:
         return []
@@ -116,7 +114,9 @@ def open_code_overview(*, project: Project, user, q: str = "") -> list[CodeRow]:
     namer = _ModeNamer(project)
     seen: set[tuple[int, str, int]] = set()
     present = ModeLabel.objects.filter(annotation_id__in=list(by_annotation), decision=ModeLabel.Decision.PRESENT)
-    for ann_id, version_id, code in present.values_list("annotation_id", "annotation__taxonomy_version_id", "mode__code"):
+    for ann_id, version_id, code in present.values_list(
+        "annotation_id", "annotation__taxonomy_version_id", "mode__code"
+    ):
         for name in namer.names(version_id, code):
             for code_id in by_annotation[ann_id]:
                 key = (code_id, name, trace_of[ann_id])
@@ -137,9 +137,12 @@ class CodeUse:
 
 def open_code_get(*, project: Project, user, code_id: int) -> OpenCode | None:
     """The code, if the user may know of it (it is in their codebook)."""
-    return open_code_list(project=project, user=user).select_related("promoted_mode__version__taxonomy").filter(
-        pk=code_id
-    ).first()
+    return (
+        open_code_list(project=project, user=user)
+        .select_related("promoted_mode__version__taxonomy")
+        .filter(pk=code_id)
+        .first()
+    )
 
 
 def open_code_uses(*, project: Project, user, code: OpenCode, limit: int = MAX_USES_SHOWN) -> list[CodeUse]:
@@ -173,9 +176,12 @@ def open_code_uses(*, project: Project, user, code: OpenCode, limit: int = MAX_U
             "trace__mas_name",
         )
         .prefetch_related(
-            Prefetch("labels", queryset=ModeLabel.objects.select_related("mode").only(
-                "id", "annotation_id", "decision", "evidence", "rationale", "mode__code", "mode__order"
-            ))
+            Prefetch(
+                "labels",
+                queryset=ModeLabel.objects.select_related("mode").only(
+                    "id", "annotation_id", "decision", "evidence", "rationale", "mode__code", "mode__order"
+                ),
+            )
         )
         .order_by("-updated_at", "-id")[:limit]
     )

@@ -51,7 +51,9 @@ def _clean_name(raw: str) -> str:
     return name
 
 
-def _recode(*, annotation_ids: list[int], by, apply: Callable[[], None], rewrite: Callable[[list[str]], list[str]]) -> int:
+def _recode(
+    *, annotation_ids: list[int], by, apply: Callable[[], None], rewrite: Callable[[list[str]], list[str]]
+) -> int:
     """Lock the annotations, read their state, ``apply()`` the codebook change, then write one
     history row per annotation whose open codes changed (names before -> ``rewrite(names)``) and
     raise its revision. Returns how many annotations changed."""
@@ -67,7 +69,12 @@ def _recode(*, annotation_ids: list[int], by, apply: Callable[[], None], rewrite
         Annotation.objects.filter(pk=ann.pk).update(revision=F("revision") + 1)
         after = {**before, "revision": before["revision"] + 1, "open_codes": names}
         AnnotationEvent.objects.create(
-            annotation=ann, by=by, action=AnnotationEvent.Action.RECODE, revision=after["revision"], before=before, after=after
+            annotation=ann,
+            by=by,
+            action=AnnotationEvent.Action.RECODE,
+            revision=after["revision"],
+            before=before,
+            after=after,
         )
         changed += 1
     return changed
@@ -119,7 +126,9 @@ def open_code_merge(*, project: Project, codes: list[OpenCode], into: OpenCode, 
     ids = sorted(set(through.objects.filter(opencode__in=sources).values_list("annotation_id", flat=True)))
 
     def apply() -> None:
-        has_target = set(through.objects.filter(opencode=into, annotation_id__in=ids).values_list("annotation_id", flat=True))
+        has_target = set(
+            through.objects.filter(opencode=into, annotation_id__in=ids).values_list("annotation_id", flat=True)
+        )
         through.objects.bulk_create([through(annotation_id=a, opencode_id=into.pk) for a in ids if a not in has_target])
         if into.promoted_mode_id is None:
             carried = next((c for c in sources if c.promoted_mode_id), None)

@@ -90,7 +90,9 @@ def anchoring_filter(*, project: Project, qs: QuerySet[Annotation]) -> QuerySet[
     return qs.filter(round__isnull=True, rater__kind__in=NON_HUMAN)
 
 
-def annotations_visible_across(*, user, project: Project, qs: QuerySet[Annotation] | None = None) -> QuerySet[Annotation]:
+def annotations_visible_across(
+    *, user, project: Project, qs: QuerySet[Annotation] | None = None
+) -> QuerySet[Annotation]:
     """``annotations_visible_to`` for pages that list the labels of many traces at once (the open
     codes page), with anti-anchoring applied trace by trace: an annotator sees another rater's
     annotation of a trace only once she has submitted her own annotation of that trace (or, with

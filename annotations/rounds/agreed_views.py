@@ -68,7 +68,9 @@ def agreed_labels_page(request: HttpRequest, slug: str) -> HttpResponse:
         for m in modes:
             if m.code in labels:
                 b = basis.get(m.code, "")
-                cells.append({"value": "present" if labels[m.code] else "absent", "basis": b, "title": BASIS_TITLE.get(b, b)})
+                cells.append(
+                    {"value": "present" if labels[m.code] else "absent", "basis": b, "title": BASIS_TITLE.get(b, b)}
+                )
             elif m.code in unknown:
                 cells.append({"value": "unknown", "basis": "", "title": "the mapping cannot decide this value"})
             else:

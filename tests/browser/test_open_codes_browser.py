@@ -42,7 +42,9 @@ def test_manager_promotes_an_open_code_to_a_failure_mode(
     screenshot(page, "open-code-detail")
     assert page.locator("article.oc-use").count() == 2
     assert page.locator(".oc-use b", has_text="no result").count() == 0  # trace content and rationales are escaped
-    assert "<b>no result</b>" in page.locator(".oc-use").nth(0).inner_text() + page.locator(".oc-use").nth(1).inner_text()
+    assert (
+        "<b>no result</b>" in page.locator(".oc-use").nth(0).inner_text() + page.locator(".oc-use").nth(1).inner_text()
+    )
     screenshot(page, "open-code-detail")
     page.get_by_role("link", name="Promote to a failure mode").click()
     examples = page.locator("textarea[name=examples]").input_value()

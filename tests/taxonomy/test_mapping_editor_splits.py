@@ -33,7 +33,9 @@ def test_saving_a_split_stores_one_row_per_part(client, manager, mast_version, v
     client.force_login(manager)
     r = post_mapping(client, mast_version, v2, splits={"2.6": ["2.7"]})
     assert r.status_code == 302
-    rows = set(CrossMapping.objects.filter(source=mast_version, target=v2, old_code="2.6").values_list("new_code", "kind"))
+    rows = set(
+        CrossMapping.objects.filter(source=mast_version, target=v2, old_code="2.6").values_list("new_code", "kind")
+    )
     assert rows == {("2.6", "split"), ("2.7", "split")}
 
 
@@ -59,5 +61,7 @@ def test_saving_again_without_the_boxes_undoes_the_split(client, manager, mast_v
     client.force_login(manager)
     post_mapping(client, mast_version, v2, splits={"2.6": ["2.7"]})
     post_mapping(client, mast_version, v2, splits={})
-    rows = set(CrossMapping.objects.filter(source=mast_version, target=v2, old_code="2.6").values_list("new_code", "kind"))
+    rows = set(
+        CrossMapping.objects.filter(source=mast_version, target=v2, old_code="2.6").values_list("new_code", "kind")
+    )
     assert rows == {("2.6", "same")}

@@ -200,7 +200,13 @@ def test_promote_page_posts_and_shows_the_promotion(client, project, manager, an
     assert "1.6" in page and "loops on the same call" in page  # a free code and the seeded examples
     r = client.post(
         url,
-        {"how": "add", "mode_code": "1.6", "name": "Retry loop", "definition": "Retries the same call.", "examples": "x"},
+        {
+            "how": "add",
+            "mode_code": "1.6",
+            "name": "Retry loop",
+            "definition": "Retries the same call.",
+            "examples": "x",
+        },
     )
     assert r.status_code == 302
     assert FailureMode.objects.filter(code="1.6", version__status="draft").exists()
@@ -230,12 +236,24 @@ def test_promote_may_draft_from_a_newer_published_version_but_not_an_older_one(p
     v2 = version_publish(version=version_draft_from(source=v1, by=manager))
     code(annotator, make_trace(project), ["x", "y"])
     mode = open_code_promote(
-        project=project, code=OpenCode.objects.get(name="x"), by=manager, source=v2, mode_code="1.6", name="X", definition="d"
+        project=project,
+        code=OpenCode.objects.get(name="x"),
+        by=manager,
+        source=v2,
+        mode_code="1.6",
+        name="X",
+        definition="d",
     )
     assert mode.version.parent == v2
     project.taxonomy_version = v2
     project.save()
     with pytest.raises(ValidationError, match="working version or a published newer one"):
         open_code_promote(
-            project=project, code=OpenCode.objects.get(name="y"), by=manager, source=v1, mode_code="1.7", name="Y", definition="d"
+            project=project,
+            code=OpenCode.objects.get(name="y"),
+            by=manager,
+            source=v1,
+            mode_code="1.7",
+            name="Y",
+            definition="d",
         )

@@ -45,7 +45,9 @@ def split_v2(mast_version, manager):
 def url(project, **params):
     from urllib.parse import urlencode
 
-    return reverse("annotations:agreed_labels", kwargs={"slug": project.slug}) + (f"?{urlencode(params)}" if params else "")
+    return reverse("annotations:agreed_labels", kwargs={"slug": project.slug}) + (
+        f"?{urlencode(params)}" if params else ""
+    )
 
 
 def test_page_lists_agreed_labels_on_the_working_version(closed, project, viewer):
