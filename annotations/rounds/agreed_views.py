@@ -54,7 +54,9 @@ def agreed_labels_page(request: HttpRequest, slug: str) -> HttpResponse:
     adjudications = agreed_adjudications(project=project, round=rnd)
     blind = blind_trace_ids(user=request.user, project=project)
     n_withheld = adjudications.filter(trace_id__in=blind).values("trace_id").distinct().count()
-    shown = list(adjudications.exclude(trace_id__in=blind).values_list("trace_id", flat=True).distinct())
+    shown = None  # every trace, unless some are withheld
+    if n_withheld:
+        shown = list(adjudications.exclude(trace_id__in=blind).values_list("trace_id", flat=True).distinct())
     agreed = agreed_labels_on_version(project=project, target=target, round=rnd, trace_ids=shown)
     modes = version_modes(version=target)
     trace_ids = sorted(set(agreed.labels) | set(agreed.unknown))
