@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from annotations.rounds.services import round_close
@@ -13,10 +12,13 @@ from tests.annotations.rounds_factories import make_open_round, make_review_roun
 pytestmark = pytest.mark.django_db
 
 
-def client_for(user) -> Client:
-    c = Client()
-    c.force_login(user)
-    return c
+@pytest.fixture
+def as_user(client):
+    def login(user):
+        client.force_login(user)
+        return client
+
+    return login
 
 
 @pytest.fixture
@@ -50,8 +52,8 @@ def url(project, **params):
     )
 
 
-def test_page_lists_agreed_labels_on_the_working_version(closed, project, viewer):
-    r = client_for(viewer).get(url(project))
+def test_page_lists_agreed_labels_on_the_working_version(as_user, closed, project, viewer):
+    r = as_user(viewer).get(url(project))
     assert r.status_code == 200
     assert r.context["target"] == project.taxonomy_version
     assert (r.context["n_traces"], r.context["n_labels"], r.context["agreed"].n_unknown) == (5, 70, 0)
@@ -60,8 +62,10 @@ def test_page_lists_agreed_labels_on_the_working_version(closed, project, viewer
     assert r.content.decode().count('class="num ag-cell ag-present') == 5
 
 
-def test_on_a_version_that_split_a_mode_the_present_values_are_unknown_and_counted(closed, project, viewer, split_v2):
-    r = client_for(viewer).get(url(project, version=split_v2.pk))
+def test_on_a_version_that_split_a_mode_the_present_values_are_unknown_and_counted(
+    as_user, closed, project, viewer, split_v2
+):
+    r = as_user(viewer).get(url(project, version=split_v2.pk))
     assert r.context["target"] == split_v2
     assert r.context["agreed"].n_unknown == 10  # 1.1 and 1.7 on each of the 5 traces
     (row,) = [m for m in r.context["agreed"].mapping if m["version"] == "MAST v1"]
@@ -70,27 +74,29 @@ def test_on_a_version_that_split_a_mode_the_present_values_are_unknown_and_count
     assert 'data-testid="ag-unknown">10<' in body and "Unknown on MAST v2" in body
 
 
-def test_traces_in_a_blind_round_are_left_out_for_its_annotator(closed, project, manager, annotator, annotator2):
+def test_traces_in_a_blind_round_are_left_out_for_its_annotator(
+    as_user, closed, project, manager, annotator, annotator2
+):
     _rnd, traces = closed
     make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=traces[:1], name="Round 2")
-    mine = client_for(annotator).get(url(project))
+    mine = as_user(annotator).get(url(project))
     assert mine.context["n_traces"] == 4 and mine.context["n_withheld"] == 1
     assert traces[0].display_name not in mine.content.decode()
-    assert client_for(manager).get(url(project)).context["n_traces"] == 5  # not an annotator of Round 2
+    assert as_user(manager).get(url(project)).context["n_traces"] == 5  # not an annotator of Round 2
 
 
-def test_one_round_can_be_picked(closed, project, viewer):
+def test_one_round_can_be_picked(as_user, closed, project, viewer):
     rnd, _traces = closed
-    r = client_for(viewer).get(url(project, round=rnd.pk))
+    r = as_user(viewer).get(url(project, round=rnd.pk))
     assert r.context["round"] == rnd and r.context["n_traces"] == 5
 
 
-def test_the_page_pins_its_queries(closed, project, viewer, django_assert_max_num_queries):
-    c = client_for(viewer)
+def test_the_page_pins_its_queries(as_user, closed, project, viewer, django_assert_max_num_queries):
+    c = as_user(viewer)
     c.get(url(project))
     with django_assert_max_num_queries(20):
         assert c.get(url(project)).status_code == 200
 
 
-def test_outsiders_get_404(closed, project, outsider):
-    assert client_for(outsider).get(url(project)).status_code == 404
+def test_outsiders_get_404(as_user, closed, project, outsider):
+    assert as_user(outsider).get(url(project)).status_code == 404
