@@ -32,7 +32,8 @@ def test_a_split_made_in_the_editor_shows_as_unknown_on_the_agreed_labels_page(
     page.locator("[data-testid=mapping-form] button[type=submit]", has_text="Save mapping").click()
     page.wait_for_selector("text=Mapping from MAST v1 to MAST v2 saved")
     assert "split into 1.1, 1.7" in page.locator("[data-testid='split-1.1'] summary").inner_text()
-    rows = set(CrossMapping.objects.filter(source=mast_version, target=v2, old_code="1.1").values_list("new_code", "kind"))
+    stored = CrossMapping.objects.filter(source=mast_version, target=v2, old_code="1.1")
+    rows = set(stored.values_list("new_code", "kind"))
     assert rows == {("1.1", "split"), ("1.7", "split")}
 
     page.goto(f"{live_server.url}/p/{project.slug}/rounds/")
