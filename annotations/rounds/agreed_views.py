@@ -4,8 +4,9 @@ version, trace by mode, with where the labels came from and what the mapping cou
 GET p/<slug>/agreed/[?version=<id>&round=<id>&page=]
 
 The same labels as ``GET /api/projects/<slug>/agreed-labels/?target_version=``, for every member,
-except that traces now in a draft or open round the viewer is blind to are left out (and counted
-as left out): the page never shows a consensus beside a trace someone is labelling blind.
+except that traces now in a draft or open round (``blind_trace_ids``: for a manager, only the
+rounds she labels in) are left out and counted as left out: the page never shows an earlier
+consensus beside a trace that is being labelled blind again.
 """
 
 from __future__ import annotations
