@@ -91,10 +91,16 @@ class _ModeNamer:
         return self._names[key]
 
 
-def open_code_overview(*, project: Project, user, q: str = "") -> list[CodeRow]:
-    """Every code the user may know of, most used first, with what the user may see of its uses.
-    A fixed number of queries whatever the number of codes and uses."""
-    codes = list(open_code_list(project=project, user=user, q=q).select_related("promoted_mode__version__taxonomy"))
+def open_code_codebook(*, project: Project, user, q: str = "") -> QuerySet[OpenCode]:
+    """The codes the user may know of, most used first (``open_code_list``), for the list page."""
+    return open_code_list(project=project, user=user, q=q).select_related("promoted_mode__version__taxonomy")
+
+
+def open_code_overview(*, project: Project, user, q: str = "", codes: list[OpenCode] | None = None) -> list[CodeRow]:
+    """``codes`` (one page of ``open_code_codebook``; default all of it) with what the user may see
+    of their uses. A fixed number of queries whatever the number of codes and uses."""
+    if codes is None:
+        codes = list(open_code_codebook(project=project, user=user, q=q))
     rows = {c.pk: CodeRow(code=c, n_uses=c.n_uses) for c in codes}
     if not rows:
         return []
@@ -113,7 +119,10 @@ def open_code_overview(*, project: Project, user, q: str = "") -> list[CodeRow]:
         trace_of[ann_id] = trace_id
     namer = _ModeNamer(project)
     seen: set[tuple[int, str, int]] = set()
-    present = ModeLabel.objects.filter(annotation_id__in=list(by_annotation), decision=ModeLabel.Decision.PRESENT)
+    # the same uses as a subquery: no list of thousands of ids sent back to the database
+    present = ModeLabel.objects.filter(
+        annotation_id__in=uses.values("annotation_id"), decision=ModeLabel.Decision.PRESENT
+    )
     for ann_id, version_id, code in present.values_list(
         "annotation_id", "annotation__taxonomy_version_id", "mode__code"
     ):

@@ -13,11 +13,13 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotations.codes.selectors import (
+    open_code_codebook,
     open_code_get,
     open_code_overview,
     open_code_seed,
@@ -30,6 +32,8 @@ from annotations.codes.services import open_code_merge, open_code_promote, open_
 from annotations.labels.selectors import open_code_list
 from annotations.models import OpenCode
 from traces.projects.selectors import project_get_for_user
+
+PER_PAGE = 100  # codes per page of the list
 
 
 def _errors(exc: ValidationError) -> str:
@@ -48,7 +52,10 @@ def _code_or_404(*, project, user, pk: int) -> OpenCode:
 def code_list(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug)
     q = request.GET.get("q", "").strip()[:80]
-    rows = open_code_overview(project=project, user=request.user, q=q)
+    page = Paginator(open_code_codebook(project=project, user=request.user, q=q), PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    rows = open_code_overview(project=project, user=request.user, codes=list(page.object_list))
     return render(
         request,
         "annotations/codes/list.html",
@@ -56,6 +63,7 @@ def code_list(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "role": role,
             "rows": rows,
+            "page": page,
             "q": q,
             "n_hidden": sum(r.n_hidden for r in rows),
             "nav": "projects",

@@ -257,3 +257,13 @@ def test_promote_may_draft_from_a_newer_published_version_but_not_an_older_one(p
             name="Y",
             definition="d",
         )
+
+
+def test_list_page_shows_a_hundred_codes_a_page(client, project, manager, annotator):
+    for k in range(3):
+        code(annotator, make_trace(project), [f"c{k}-{i:02d}" for i in range(40)])
+    client.force_login(manager)
+    url = reverse("annotations:code_list", args=[project.slug])
+    first, second = client.get(url), client.get(url + "?page=2")
+    assert len(first.context["rows"]) == 100 and len(second.context["rows"]) == 20
+    assert "codes 101–120 of 120" in second.content.decode()
