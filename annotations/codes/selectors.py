@@ -119,13 +119,15 @@ def open_code_overview(*, project: Project, user, q: str = "", codes: list[OpenC
         trace_of[ann_id] = trace_id
     namer = _ModeNamer(project)
     seen: set[tuple[int, str, int]] = set()
-    # the same uses as a subquery: no list of thousands of ids sent back to the database
-    present = ModeLabel.objects.filter(
-        annotation_id__in=uses.values("annotation_id"), decision=ModeLabel.Decision.PRESENT
-    )
+    # The labels of every annotation carrying these codes, through a plain semi-join (the blind
+    # rule's subqueries once more made the planner slow), kept below only for the visible ones.
+    carrying = through.objects.filter(opencode_id__in=list(rows)).values("annotation_id")
+    present = ModeLabel.objects.filter(annotation_id__in=carrying, decision=ModeLabel.Decision.PRESENT)
     for ann_id, version_id, code in present.values_list(
         "annotation_id", "annotation__taxonomy_version_id", "mode__code"
     ):
+        if ann_id not in by_annotation:
+            continue
         for name in namer.names(version_id, code):
             for code_id in by_annotation[ann_id]:
                 key = (code_id, name, trace_of[ann_id])

@@ -57,26 +57,35 @@ def _recode(
     """Lock the annotations, read their state, ``apply()`` the codebook change, then write one
     history row per annotation whose open codes changed (names before -> ``rewrite(names)``) and
     raise its revision. Returns how many annotations changed."""
-    anns = list(Annotation.objects.select_for_update(of=("self",)).filter(pk__in=annotation_ids).order_by("pk"))
+    anns = list(
+        Annotation.objects.select_for_update(of=("self",))
+        .select_related("attribution")  # the snapshot reads it from here, not with a query each
+        .filter(pk__in=annotation_ids)
+        .order_by("pk")
+    )
     befores = {ann.pk: annotation_snapshot(annotation=ann) for ann in anns}
     apply()
-    changed = 0
+    events = []
     for ann in anns:
         before = befores[ann.pk]
         names = sorted(set(rewrite(before["open_codes"])))
         if names == before["open_codes"]:
             continue
-        Annotation.objects.filter(pk=ann.pk).update(revision=F("revision") + 1)
         after = {**before, "revision": before["revision"] + 1, "open_codes": names}
-        AnnotationEvent.objects.create(
-            annotation=ann,
-            by=by,
-            action=AnnotationEvent.Action.RECODE,
-            revision=after["revision"],
-            before=before,
-            after=after,
+        events.append(
+            AnnotationEvent(
+                annotation=ann,
+                by=by,
+                action=AnnotationEvent.Action.RECODE,
+                revision=after["revision"],
+                before=before,
+                after=after,
+            )
         )
-        changed += 1
+    # the rows are locked: one UPDATE and one INSERT for all of them
+    Annotation.objects.filter(pk__in=[e.annotation_id for e in events]).update(revision=F("revision") + 1)
+    AnnotationEvent.objects.bulk_create(events)
+    changed = len(events)
     return changed
 
 
