@@ -175,7 +175,9 @@ def code_promote(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     code = _code_or_404(project=project, user=request.user, pk=pk)
     sources = promote_sources(project=project)
     raw = request.POST.get("source") or request.GET.get("source") or ""
-    source = next((v for v in sources if str(v.pk) == raw), sources[0] if sources else None)
+    # by default, the version whose next draft is already started (promotions meet in one draft)
+    started = next((v for v in reversed(sources) if promote_draft(source=v)), sources[0] if sources else None)
+    source = next((v for v in sources if str(v.pk) == raw), started)
     draft = promote_draft(source=source)
     modes = promote_targets(source=source, draft=draft)
     uses = open_code_uses(project=project, user=request.user, code=code)

@@ -267,3 +267,14 @@ def test_list_page_shows_a_hundred_codes_a_page(client, project, manager, annota
     first, second = client.get(url), client.get(url + "?page=2")
     assert len(first.context["rows"]) == 100 and len(second.context["rows"]) == 20
     assert "codes 101–120 of 120" in second.content.decode()
+
+
+def test_promote_page_starts_from_the_version_whose_draft_is_started(client, project, manager, annotator):
+    from taxonomy.services import version_draft_from, version_publish
+
+    v2 = version_publish(version=version_draft_from(source=project.taxonomy_version, by=manager))
+    v3 = version_draft_from(source=v2, by=manager)
+    code(annotator, make_trace(project), ["x"])
+    client.force_login(manager)
+    r = client.get(reverse("annotations:code_promote", args=[project.slug, OpenCode.objects.get(name="x").pk]))
+    assert r.context["source"] == v2 and r.context["draft"] == v3
