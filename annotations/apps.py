@@ -36,6 +36,7 @@ class AnnotationsConfig(AppConfig):
         for key, label, url_name, capability, order in (
             ("rounds", "Rounds", "annotations:round_list", "view", 40),
             ("judge", "LLM judge", "annotations:judge_list", "manage", 50),
+            ("codes", "Open codes", "annotations:code_list", "view", 55),
             ("analytics", "Analytics", "annotations:dashboard", "view", 60),
             ("releases", "Releases", "annotations:release_list", "view", 70),
         ):

@@ -68,6 +68,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     A new area adds its ``demo.seed`` here. Imported when called, so loading this module (for
     ``credentials()``) does not load every area."""
     from annotations.analytics import demo as analytics_demo
+    from annotations.codes import demo as codes_demo
     from annotations.judge import demo as judge_demo
     from annotations.labels import demo as labels_demo
     from annotations.releases import demo as releases_demo
@@ -89,6 +90,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         judge_demo.seed,
         releases_demo.seed,
         analytics_demo.seed,
+        codes_demo.seed,
     ]
 
 

@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("annotations.judge.urls")),
     path("", include("annotations.releases.urls")),
     path("", include("annotations.analytics.urls")),
+    path("", include("annotations.codes.urls")),
 ]

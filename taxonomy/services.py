@@ -271,6 +271,15 @@ def version_draft_from(*, source: TaxonomyVersion, by=None, notes: str = "") -> 
     return version
 
 
+def version_draft_next(*, source: TaxonomyVersion, by=None, notes: str = "") -> TaxonomyVersion:
+    """The draft already started from ``source`` (the newest), or a new one: where a round's
+    "Revise definition" and an open code's "Promote" put their changes, so they meet in one draft."""
+    draft = (
+        TaxonomyVersion.objects.filter(parent=source, status=TaxonomyVersion.Status.DRAFT).order_by("-number").first()
+    )
+    return draft or version_draft_from(source=source, by=by, notes=notes)
+
+
 def _origins(version: TaxonomyVersion, code: str) -> list[ModeMapping]:
     return list(version.mappings.filter(new_code=code))
 

@@ -294,7 +294,9 @@ def mapping_page(request):
                     value = request.POST.get(f"map-{m.code}")
                     if value is None:
                         raise ValidationError(f"The form did not say what becomes of {m.code}.")
-                    choices[m.code] = [] if value == "" else [value]
+                    # the select names one target; "also becomes" boxes add the other parts of a split
+                    parts = ([value] if value else []) + request.POST.getlist(f"split-{m.code}")
+                    choices[m.code] = list(dict.fromkeys(p for p in parts if p))
                 n = cross_mapping_set(
                     source=source, target=target, choices=choices, by=request.user, note=request.POST.get("note", "")
                 )

@@ -88,3 +88,21 @@ def anchoring_filter(*, project: Project, qs: QuerySet[Annotation]) -> QuerySet[
     if not project.reveal_suggestions:
         return qs.none()
     return qs.filter(round__isnull=True, rater__kind__in=NON_HUMAN)
+
+
+def annotations_visible_across(
+    *, user, project: Project, qs: QuerySet[Annotation] | None = None
+) -> QuerySet[Annotation]:
+    """``annotations_visible_to`` for pages that list the labels of many traces at once (the open
+    codes page), with anti-anchoring applied trace by trace: an annotator sees another rater's
+    annotation of a trace only once she has submitted her own annotation of that trace (or, with
+    "reveal suggestions" on, a non-human suggestion outside rounds), as ``anchoring_filter`` rules
+    for one trace. Managers and viewers get ``annotations_visible_to`` unchanged."""
+    qs = annotations_visible_to(user=user, project=project, qs=qs)
+    if project_role(user=user, project=project) != Membership.Role.ANNOTATOR:
+        return qs
+    submitted = Annotation.objects.filter(rater__user_id=user.pk, state=Annotation.State.SUBMITTED).values("trace_id")
+    keep = Q(rater__user_id=user.pk) | Q(trace_id__in=submitted)
+    if project.reveal_suggestions:
+        keep |= Q(round__isnull=True, rater__kind__in=NON_HUMAN)
+    return qs.filter(keep)

@@ -47,11 +47,26 @@ class Rater(models.Model):
 
 
 class OpenCode(models.Model):
-    """A free tag for open coding; reusable across the traces of a project."""
+    """A free tag for open coding; reusable across the traces of a project.
+
+    ``promoted_mode`` is the failure mode it was promoted to (a mode added to, or extended in, a
+    draft of the next taxonomy version; ``annotations.codes.services.open_code_promote``)."""
+
+    class Promotion(models.TextChoices):
+        ADD = "add", "Added as a new mode"
+        EXTEND = "extend", "Extended a mode's definition"
 
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="open_codes")
     name = models.CharField(max_length=80)
     created_at = models.DateTimeField(auto_now_add=True)
+    promoted_mode = models.ForeignKey(
+        "taxonomy.FailureMode", null=True, blank=True, on_delete=models.SET_NULL, related_name="promoted_from"
+    )
+    promoted_how = models.CharField(max_length=10, choices=Promotion.choices, blank=True)
+    promoted_at = models.DateTimeField(null=True, blank=True)
+    promoted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["name"]
@@ -149,6 +164,7 @@ class AnnotationEvent(models.Model):
         SAVE = "save", "Saved"
         SUBMIT = "submit", "Submitted"
         REOPEN = "reopen", "Reopened"
+        RECODE = "recode", "Open codes renamed or merged by a manager"
 
     annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="events")
     by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

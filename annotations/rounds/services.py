@@ -63,7 +63,7 @@ from annotations.rounds.selectors import (
 )
 from taxonomy.models import FailureMode, TaxonomyVersion
 from taxonomy.selectors import version_is_newer, version_modes
-from taxonomy.services import mode_edit, version_draft_from, version_publish
+from taxonomy.services import mode_edit, version_draft_next, version_publish
 from traces.models import Membership, Project, Trace
 from traces.projects.selectors import user_can
 from traces.projects.services import project_working_version_set
@@ -517,13 +517,7 @@ def round_revise_definition(
     source = rnd.taxonomy_version
     if not FailureMode.objects.filter(version=source, code=mode_code).exists():
         raise ValidationError(f"Mode {mode_code!r} is not in {source.label}.")
-    draft = (
-        TaxonomyVersion.objects.filter(parent=source, status=TaxonomyVersion.Status.DRAFT).order_by("-number").first()
-    )
-    if draft is None:
-        draft = version_draft_from(
-            source=source, by=by, notes=f"Refined after round {rnd.name!r} of {rnd.project.name}."
-        )
+    draft = version_draft_next(source=source, by=by, notes=f"Refined after round {rnd.name!r} of {rnd.project.name}.")
     mode = FailureMode.objects.filter(version=draft, code=mode_code).first()
     if mode is None:
         raise ValidationError(f"The draft {draft.label} no longer has mode {mode_code!r} (renamed or removed).")

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotations.rounds import attribution_views, disagreement_views, views
+from annotations.rounds import agreed_views, attribution_views, disagreement_views, views
 
 R = "p/<slug:slug>/rounds/<int:pk>/"
 D = R + "disagreements/<int:trace_id>/<str:code>/"
@@ -10,6 +10,7 @@ D = R + "disagreements/<int:trace_id>/<str:code>/"
 urlpatterns = [
     path("p/<slug:slug>/rounds/", views.round_list, name="round_list"),
     path("p/<slug:slug>/rounds/new/", views.round_new, name="round_new"),
+    path("p/<slug:slug>/agreed/", agreed_views.agreed_labels_page, name="agreed_labels"),
     path("p/<slug:slug>/rounds/preview/", views.round_preview, name="round_preview"),
     path(R, views.round_detail, name="round_detail"),
     path(R + "report/", views.round_report_page, name="round_report"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from annotations.demo import seed_demo
-from annotations.models import Round
+from annotations.models import OpenCode, Round
 from traces.models import Trace
 
 pytestmark = pytest.mark.browser
@@ -35,6 +35,8 @@ def main_pages(demo) -> list[tuple[str, str, str]]:
     slug = demo.project.slug
     trace = Trace.objects.filter(project=demo.project).order_by("pk").first()
     pilot = Round.objects.get(project=demo.project, name="Pilot round")
+    v1, v2 = pilot.taxonomy_version, Round.objects.get(project=demo.project, name="Round 2").taxonomy_version
+    promoted = OpenCode.objects.get(project=demo.project, promoted_mode__isnull=False)  # the demo promotes one
     return [
         ("home", "/", "main"),
         ("project", f"/p/{slug}/", "nav.tabs"),
@@ -47,6 +49,11 @@ def main_pages(demo) -> list[tuple[str, str, str]]:
         ("judge", f"/p/{slug}/judge/", "main"),
         ("judge-new", f"/p/{slug}/judge/new/", "#judge-run-form"),
         ("analytics", f"/p/{slug}/analytics/", "figure.chart"),
+        ("open-codes", f"/p/{slug}/codes/", "[data-testid=codes-table]"),
+        ("open-code", f"/p/{slug}/codes/{promoted.pk}/", "[data-testid=promoted]"),
+        ("open-code-promote", f"/p/{slug}/codes/{promoted.pk}/promote/", "[data-testid=promote-form]"),
+        ("agreed-labels", f"/p/{slug}/agreed/", "[data-testid=agreed-table]"),
+        ("mappings", f"/taxonomies/mappings/?source={v1.pk}&target={v2.pk}", "[data-testid=mapping-form]"),
         ("releases", f"/p/{slug}/releases/", "main"),
         ("import", f"/p/{slug}/import/", ".import-form"),
         ("taxonomies", "/taxonomies/", "main"),
