@@ -42,7 +42,9 @@ def demo_pages() -> list[DemoPage]:
     connection = ProviderConnection.objects.filter(project=demo).first()
     job = ImportJob.objects.filter(project=frameworks).order_by("pk").first()
     failed_job = ImportJob.objects.filter(project=frameworks, status="failed").first()
+    # Round 2 splits on 2.5 over the Magentic-One trace: the page a manager opens from that card.
     revise_code = "2.5"
+    revised = Trace.objects.get(project=demo, mas_name="Magentic-One")
     pages = [
         DemoPage("home", "/"),
         DemoPage("profile", "/profile/"),
@@ -67,7 +69,7 @@ def demo_pages() -> list[DemoPage]:
         DemoPage("round-review", f"{p}/rounds/{second.pk}/"),
         DemoPage("round-review-report", f"{p}/rounds/{second.pk}/report/"),
         DemoPage("disagreements", f"{p}/rounds/{second.pk}/disagreements/"),
-        DemoPage("revise", f"{p}/rounds/{second.pk}/revise/{revise_code}/"),
+        DemoPage("revise", f"{p}/rounds/{second.pk}/revise/{revise_code}/?trace={revised.pk}"),
         DemoPage("round-open", f"{p}/rounds/{blind.pk}/"),
         DemoPage("round-attribution", f"{p}/rounds/{attribution.pk}/"),
         DemoPage("judge", f"{p}/judge/"),
