@@ -96,6 +96,36 @@ def demo_pages() -> list[DemoPage]:
     return pages
 
 
+# Mouse shortcuts that have a keyboard way already, so they stay out of the tab order: the step
+# outline (a minimap; j/k and the step list move between steps) and the viewer's line numbers
+# (click to select lines; #L10-L20 in the address selects them, and 8,000 tab stops would bury the page).
+MOUSE_SHORTCUTS = ("tv-outline", "tv-ln")
+
+# Anything drawn as clickable (cursor: pointer) that the keyboard cannot reach: not focusable itself,
+# not inside a focusable element (a link, a button, a label...) and holding none.
+_MOUSE_ONLY = """(allowed) => {
+  const focusable = 'a[href], button, input, select, textarea, summary, label, '
+    + '[tabindex]:not([tabindex="-1"]), [contenteditable]';
+  const out = new Set();
+  for (const el of document.querySelectorAll("body *")) {
+    const cs = getComputedStyle(el);
+    if (cs.cursor !== "pointer" || cs.visibility === "hidden") continue;
+    if (el.closest(focusable) || el.querySelector(focusable)) continue;
+    if ([...el.classList].some((c) => allowed.includes(c))) continue;
+    const up = el.parentElement;
+    if (up && getComputedStyle(up).cursor === "pointer" && !up.closest(focusable)) continue;  // its parent is reported
+    const r = el.getBoundingClientRect();
+    if (r.width && r.height) out.add(el.tagName.toLowerCase() + [...el.classList].map((c) => "." + c).join(""));
+  }
+  return [...out];
+}"""
+
+
+def mouse_only_controls(page) -> list[str]:
+    """Selectors of the visible controls on the page that a keyboard cannot reach."""
+    return page.evaluate(_MOUSE_ONLY, list(MOUSE_SHORTCUTS))
+
+
 def axe_violations(page) -> list[str]:
     """Run axe-core on the page as it is now; one line per serious or critical violation and node.
 

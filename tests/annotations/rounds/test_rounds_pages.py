@@ -76,6 +76,11 @@ def test_annotators_cannot_create_rounds(project, annotator):
     assert r.status_code == 403
 
 
+def test_create_form_prints_no_template_comment(project, manager):
+    html = client_for(manager).get(reverse("annotations:round_new", kwargs={"slug": "demo"})).content.decode()
+    assert "{#" not in html and "#}" not in html  # a {# #} comment over several lines is printed
+
+
 def test_create_form_makes_a_draft_round(project, manager, annotator, annotator2, traces):
     r = client_for(manager).post(
         reverse("annotations:round_new", kwargs={"slug": "demo"}),
