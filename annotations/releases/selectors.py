@@ -181,6 +181,11 @@ class ReleaseStats:
     rounds: set = field(default_factory=set)
 
 
+# Machine raters scored against the humans: the LLM judges and the offline baseline classifier are
+# released together under "judge"; people and imported label sets under "raters".
+JUDGE_KINDS = frozenset({Rater.Kind.LLM, Rater.Kind.BASELINE})
+
+
 def _rater_names(*, project: Project) -> dict[int, tuple[str, str]]:
     """rater id -> (kind, public name). People are pseudonymised as annotator_1, annotator_2, ... (by rater id)."""
     ids = _submitted_annotations(project=project).values("rater_id")
@@ -220,9 +225,9 @@ def release_records(
     if spec.raters or spec.majority:
         wanted_kinds |= {Rater.Kind.HUMAN}
     if spec.raters:
-        wanted_kinds |= {Rater.Kind.IMPORTED, Rater.Kind.BASELINE}
+        wanted_kinds |= {Rater.Kind.IMPORTED}
     if spec.judge:
-        wanted_kinds |= {Rater.Kind.LLM}
+        wanted_kinds |= JUDGE_KINDS
     one_round = spec.round if spec.selection == "round" else None
     adjudications = agreed_adjudications(project=project, round=one_round)
     versions = {spec.version.pk} | agreed_versions(project=project, round=one_round)
@@ -352,7 +357,7 @@ def release_records(
                 for rid, values in per_rater.get(tid, {}).items():
                     kind, name = rater_names.get(rid, ("", f"rater_{rid}"))
                     labels_out = {c: values.get(c) for c in codes if c in values}
-                    if kind == Rater.Kind.LLM:
+                    if kind in JUDGE_KINDS:
                         if spec.judge:
                             judge_out[name] = labels_out
                     elif spec.raters:
@@ -366,7 +371,7 @@ def release_records(
                 ra: dict[str, dict] = {}
                 for rid, per_code in extra.get(tid, {}).items():
                     kind, name = rater_names.get(rid, ("", f"rater_{rid}"))
-                    if (kind == Rater.Kind.LLM and not spec.judge) or (kind != Rater.Kind.LLM and not spec.raters):
+                    if (kind in JUDGE_KINDS and not spec.judge) or (kind not in JUDGE_KINDS and not spec.raters):
                         continue
                     for c, (evidence, rationale) in per_code.items():
                         if evidence:

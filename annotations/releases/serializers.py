@@ -53,7 +53,9 @@ class ReleaseDetailOut(ReleaseOut):
 class ReleaseOptionsIn(serializers.Serializer):
     majority = serializers.BooleanField(default=False, help_text="Majority vote where no adjudication (flagged).")
     raters = serializers.BooleanField(default=True, help_text="Each rater's own labels (people pseudonymised).")
-    judge = serializers.BooleanField(default=True, help_text="LLM judge labels.")
+    judge = serializers.BooleanField(
+        default=True, help_text="Judge labels: the LLM judges' and the offline baseline's."
+    )
     evidence = serializers.BooleanField(default=True, help_text="Evidence steps and rationales.")
     trace_text = serializers.BooleanField(default=True, help_text="Trace text; otherwise references only.")
     formats = serializers.ListField(

@@ -42,7 +42,7 @@ class ReleaseForm(forms.Form):
         required=False, label="Where there is no adjudication, use a majority vote (flagged as such)"
     )
     raters = forms.BooleanField(required=False, initial=True, label="Each rater's own labels (people pseudonymised)")
-    judge = forms.BooleanField(required=False, initial=True, label="LLM judge labels")
+    judge = forms.BooleanField(required=False, initial=True, label="Judge labels (LLM judges and the offline baseline)")
     evidence = forms.BooleanField(required=False, initial=True, label="Evidence steps and rationales")
     trace_text = forms.BooleanField(required=False, initial=True, label="Trace text (otherwise references only)")
     formats = forms.MultipleChoiceField(

@@ -401,7 +401,8 @@ def render_card(manifest: dict[str, Any]) -> str:
         "Each JSONL line (and Parquet row) has the MAST-Data fields `mas_name`, `llm_name`, `benchmark_name`, "
         '`trace_id`, `trace` (`key`, `index`, `trajectory`) and `mast_annotation` (`{"1.1": 0|1|null, ...}`, '
         "null = unknown), so code written for MAST-Data reads it. Our additions are under `mast_studio` "
-        "(a JSON string in Parquet): `final_source`, `final_basis` per mode, and where chosen `raters`, `judge`, "
+        "(a JSON string in Parquet): `final_source`, `final_basis` per mode, and where chosen `raters` (people, "
+        "pseudonymised, and imported label sets), `judge` (the LLM judges and the offline baseline), "
         "`evidence` and `rationales`. `trace_id` is always the trace's id in its source (empty when the source "
         "gave none); `studio_trace_id` is this project's database id. The CSV has one row per trace and one "
         "column per mode.",

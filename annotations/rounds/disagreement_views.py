@@ -1,9 +1,11 @@
-"""HTML pages of a round's disagreements: the paginated list, and the htmx actions on one unit
-(adjudicate, comment) that re-render its card. Views parse input, call one service or selector, render.
+"""HTML pages of a round's disagreements: the paginated list, the htmx actions on one unit
+(adjudicate, comment) that re-render its card, and "revise this definition" beside the disputed
+evidence. Views parse input, call one service or selector, render.
 """
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -11,14 +13,15 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.models import Round
 from annotations.rounds.attribution_views import attribution_cards_context
-from annotations.rounds.disagreements import round_disagreements
+from annotations.rounds.disagreements import disagreement_evidence_steps, round_disagreements
 from annotations.rounds.selectors import round_get, round_modes, round_require_report_access
-from annotations.rounds.services import adjudication_record, disagreement_comment_add
+from annotations.rounds.services import adjudication_record, disagreement_comment_add, round_revise_definition
 from annotations.rounds.views import _errors
+from taxonomy.models import FailureMode
 from traces.projects.selectors import project_get_for_user
 
 
@@ -71,11 +74,7 @@ def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpRe
             "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
             and (access.can_manage or access.is_annotator),
             "nav": "projects",
-            **(
-                attribution_cards_context(rnd=rnd, user=request.user, access=access, status=status)
-                if not mode
-                else {}
-            ),
+            **(attribution_cards_context(rnd=rnd, user=request.user, access=access, status=status) if not mode else {}),
         },
     )
 
@@ -156,3 +155,100 @@ def disagreement_comment(request: HttpRequest, slug: str, pk: int, trace_id: int
     except ValidationError as exc:
         error = _errors(exc)
     return _after_action(request, rnd, access, trace_id, code, error)
+
+
+# --------------------------------------------------------------------------------------
+# Refinement
+# --------------------------------------------------------------------------------------
+
+
+class ReviseForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    definition = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 9}),
+        help_text="Say what the mode is and where it stops: the disputed cases beside show where raters read it apart.",
+    )
+    note = forms.CharField(
+        label="Why the change",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        help_text="Kept in the version's mapping, so the next round's readers see why the definition moved.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+
+# The disputed cases shown beside the form: enough to see the pattern, not the whole round.
+REVISE_DISPUTES = 6
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def round_revise(request: HttpRequest, slug: str, pk: int, code: str) -> HttpResponse:
+    project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
+    rnd = round_get(project=project, round_id=pk)
+    round_require_report_access(user=request.user, round=rnd)
+    mode = FailureMode.objects.filter(version=rnd.taxonomy_version, code=code).select_related("category").first()
+    if mode is None:
+        return HttpResponse(f"No mode {code} in this round's taxonomy version.", status=404)
+    trace_id = request.GET.get("trace") or request.POST.get("trace") or ""
+    form = ReviseForm(
+        request.POST or None,
+        initial={
+            "name": mode.name,
+            "definition": mode.definition,
+            "note": f"Disagreements on {code} in round {rnd.name}"
+            + (f" (trace {trace_id})" if str(trace_id).isdigit() else "")
+            + ".",
+        },
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            new = round_revise_definition(
+                round=rnd,
+                mode_code=code,
+                name=form.cleaned_data["name"],
+                definition=form.cleaned_data["definition"],
+                note=form.cleaned_data["note"],
+                by=request.user,
+            )
+        except ValidationError as exc:
+            form.add_error(None, _errors(exc))
+        else:
+            messages.success(
+                request,
+                f"{code} revised in draft {new.version.label}. Start a follow-up round with it when ready.",
+            )
+            return redirect("annotations:round_detail", slug=slug, pk=pk)
+    # The disagreement the manager came from first, then the round's others on this mode.
+    found = round_disagreements(round=rnd, user=request.user, mode_code=code)
+    first = (
+        list(round_disagreements(round=rnd, user=request.user, mode_code=code, trace_id=int(trace_id)))
+        if str(trace_id).isdigit()
+        else []
+    )
+    others = [d for d in found[: REVISE_DISPUTES + 1] if all(d.trace.pk != f.trace.pk for f in first)]
+    disputes = (first + others)[:REVISE_DISPUTES]
+    _decorate(disputes, slug)
+    steps = disagreement_evidence_steps(items=disputes)
+    for d in disputes:
+        for lab in d.labels:
+            for s in lab.steps:
+                s["step_row"] = steps.get((d.trace.pk, s["step"]))
+    return render(
+        request,
+        "annotations/rounds/revise.html",
+        {
+            "project": project,
+            "role": role,
+            "round": rnd,
+            "mode": mode,
+            "form": form,
+            "trace_id": trace_id,
+            "disputes": disputes,
+            "n_disputes": len(found),
+            "nav": "projects",
+        },
+    )

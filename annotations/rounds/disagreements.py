@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
+from django.db.models.functions import Left
 
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Adjudication, Annotation, DisagreementComment, ModeLabel, Round, RoundAnnotator
 from annotations.rounds.selectors import Unit, round_modes, round_units
 from taxonomy.models import FailureMode
-from traces.models import Trace
+from traces.models import Step, Trace
 
 
 @dataclass
@@ -152,6 +153,26 @@ def round_disagreements(
     return DisagreementList(
         round=round, user=user, units=units, adjudications=adjudications, modes=modes, n_open=n_open
     )
+
+
+def disagreement_evidence_steps(*, items: Sequence[Disagreement], chars: int = 400) -> dict[tuple[int, int], Step]:
+    """{(trace id, step index): step} for every step a rater gave as evidence in ``items``, with
+    only the first ``chars`` characters of its content (a step can hold megabytes) as ``excerpt``."""
+    wanted: dict[int, set[int]] = defaultdict(set)
+    for d in items:
+        for lab in d.labels:
+            for ev in lab.evidence or []:
+                if isinstance(ev, dict) and isinstance(ev.get("step"), int):
+                    wanted[d.trace.pk].add(ev["step"])
+    found: dict[tuple[int, int], Step] = {}
+    for trace_id, indexes in wanted.items():
+        for step in (
+            Step.objects.filter(trace_id=trace_id, index__in=indexes)
+            .only("trace_id", "index", "agent", "kind")
+            .annotate(excerpt=Left("content", chars))
+        ):
+            found[(trace_id, step.index)] = step
+    return found
 
 
 def round_adjudications(*, round: Round) -> QuerySet[Adjudication]:

@@ -33,13 +33,17 @@ def kappa_colour(v: float | None) -> tuple[str, str]:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "#eef0f3", "#5f6b7a"
     v = max(-1.0, min(1.0, v))
+    # Text contrast AA (4.5:1): white text needs a background at 50% lightness or darker, dark text
+    # one at 60% or lighter (62% for the reds); the colours between suit neither, so none is used.
     if v >= 0:
         light = 97 - 62 * v
+        if 50 < light < 60:
+            light = 50 if light < 55 else 60
         bg = f"hsl(214, 70%, {light:.0f}%)"
     else:
-        light = 96 + 40 * v
+        light = max(62.0, 96 + 40 * v)
         bg = f"hsl(4, 72%, {light:.0f}%)"
-    return bg, "#ffffff" if light < 58 else "#1d2330"
+    return bg, "#ffffff" if light <= 50 else "#1d2330"
 
 
 def landis_koch(v: float | None) -> str:

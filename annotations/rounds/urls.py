@@ -22,6 +22,6 @@ urlpatterns = [
         attribution_views.attribution_adjudicate_view,
         name="attribution_adjudicate",
     ),
-    path(R + "revise/<str:code>/", views.round_revise, name="round_revise"),
+    path(R + "revise/<str:code>/", disagreement_views.round_revise, name="round_revise"),
     path(R + "<str:action>/", views.round_action, name="round_action"),
 ]

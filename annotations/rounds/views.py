@@ -1,7 +1,7 @@
 """HTML pages of calibration rounds: list, create (with an htmx sample preview), detail and
-progress, the agreement report, and "revise this definition" (the disagreement pages, with
-adjudication and discussion, are in ``disagreement_views``). Views parse input, call one service
-or selector, render.
+progress, and the agreement report (the disagreement pages, with adjudication, discussion and
+"revise this definition", are in ``disagreement_views``). Views parse input, call one service or
+selector, render.
 """
 
 from __future__ import annotations
@@ -41,11 +41,10 @@ from annotations.rounds.services import (
     agreement_report_get,
     round_create,
     round_create_next,
-    round_revise_definition,
     round_settings_update,
     round_transition,
 )
-from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.models import TaxonomyVersion
 from traces.models import Project
 from traces.projects.selectors import project_get_for_user
 
@@ -347,71 +346,5 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
                 modes=round_modes_by_code,
                 categories={c.code: c.name for c in rnd.taxonomy_version.categories.all()},
             ),
-        },
-    )
-
-
-# --------------------------------------------------------------------------------------
-# Refinement
-# --------------------------------------------------------------------------------------
-
-
-class ReviseForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    definition = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}))
-    note = forms.CharField(
-        label="Why (kept in the version's mapping)", widget=forms.Textarea(attrs={"rows": 3}), required=False
-    )
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def round_revise(request: HttpRequest, slug: str, pk: int, code: str) -> HttpResponse:
-    project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
-    rnd = round_get(project=project, round_id=pk)
-    round_require_report_access(user=request.user, round=rnd)
-    mode = FailureMode.objects.filter(version=rnd.taxonomy_version, code=code).select_related("category").first()
-    if mode is None:
-        return HttpResponse(f"No mode {code} in this round's taxonomy version.", status=404)
-    trace_id = request.GET.get("trace") or request.POST.get("trace") or ""
-    form = ReviseForm(
-        request.POST or None,
-        initial={
-            "name": mode.name,
-            "definition": mode.definition,
-            "note": f"Disagreements on {code} in round {rnd.name}"
-            + (f" (trace {trace_id})" if str(trace_id).isdigit() else "")
-            + ".",
-        },
-    )
-    if request.method == "POST" and form.is_valid():
-        try:
-            new = round_revise_definition(
-                round=rnd,
-                mode_code=code,
-                name=form.cleaned_data["name"],
-                definition=form.cleaned_data["definition"],
-                note=form.cleaned_data["note"],
-                by=request.user,
-            )
-        except ValidationError as exc:
-            form.add_error(None, _errors(exc))
-        else:
-            messages.success(
-                request,
-                f"{code} revised in draft {new.version.label}. Start a follow-up round with it when ready.",
-            )
-            return redirect("annotations:round_detail", slug=slug, pk=pk)
-    return render(
-        request,
-        "annotations/rounds/revise.html",
-        {
-            "project": project,
-            "role": role,
-            "round": rnd,
-            "mode": mode,
-            "form": form,
-            "trace_id": trace_id,
-            "nav": "projects",
         },
     )

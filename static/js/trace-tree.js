@@ -26,8 +26,25 @@ function el(tag, className, text) {
   return node;
 }
 
+// Relative luminance (WCAG) of hsl(h s% l%).
+function luminance(h, s, l) {
+  const a = (s / 100) * Math.min(l / 100, 1 - l / 100);
+  const f = (n) => {
+    const k = (n + h / 30) % 12;
+    const c = l / 100 - a * Math.max(-1, Math.min(k - 3, 9 - k, 1));
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  return 0.2126 * f(0) + 0.7152 * f(8) + 0.0722 * f(4);
+}
+
+// An agent's hue as text: as light as it may be while keeping 4.5:1 (AA) on the panel's
+// lightest-but-one background (#e7ecf5, a selected row); yellows and cyans come out darker.
+const PANEL_LUMINANCE = 0.836;
 function hueColor(hue) {
-  return hue < 0 ? "#8a93a6" : `hsl(${hue} 62% 42%)`;
+  if (hue < 0) return "#5f6b7a";
+  let l = 42;
+  while (l > 16 && (PANEL_LUMINANCE + 0.05) / (luminance(hue, 62, l) + 0.05) < 4.5) l -= 2;
+  return `hsl(${hue} 62% ${l}%)`;
 }
 
 function tokens(n) {
@@ -102,8 +119,11 @@ class StepTree {
   build() {
     const panel = el("aside", "tt-panel");
     panel.setAttribute("aria-label", "Step tree");
-    const tabs = el("div", "tt-tabs");
+    // The bar holds the tablist and, beside it, "Fold all" (a tablist may hold tabs only).
+    const bar = el("div", "tt-tabs");
+    const tabs = el("div", "tt-tablist");
     tabs.setAttribute("role", "tablist");
+    tabs.setAttribute("aria-label", "Show the steps");
     this.tabTree = el("button", "tt-tab is-active", "Tree");
     this.tabAgents = el("button", "tt-tab", "By agent");
     for (const b of [this.tabTree, this.tabAgents]) {
@@ -117,12 +137,12 @@ class StepTree {
     foldAll.type = "button";
     foldAll.title = "Fold every agent invocation";
     this.foldAllBtn = foldAll;
-    tabs.append(el("span", "spacer"), foldAll);
+    bar.append(tabs, el("span", "spacer"), foldAll);
     this.treeView = el("ol", "tt-tree");
     this.treeView.setAttribute("role", "tree");
     this.agentView = el("div", "tt-agents");
     this.agentView.hidden = true;
-    panel.append(tabs, this.treeView, this.agentView);
+    panel.append(bar, this.treeView, this.agentView);
     this.panel = panel;
     const body = this.root.querySelector(".tv-body");
     body.append(panel);

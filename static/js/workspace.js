@@ -216,9 +216,11 @@ function renderMode(i) {
   sbox.replaceChildren();
   for (const s of sugg) {
     const row = el("div", "ws-suggestion small");
-    row.appendChild(el("span", "ws-sugg-who", `${s.rater}${s.suggestion ? " (suggestion)" : ""}: `));
-    row.appendChild(el("b", `ws-sugg-dec dec-${s.decision}`, s.decision));
-    if (s.rationale) row.appendChild(el("span", "muted", ` — ${s.rationale}`));
+    const text = el("span", "ws-sugg-text");
+    text.appendChild(el("span", "ws-sugg-who", `${s.rater}${s.suggestion ? " (suggestion)" : ""}: `));
+    text.appendChild(el("b", `ws-sugg-dec dec-${s.decision}`, s.decision));
+    if (s.rationale) text.appendChild(el("span", "muted", ` — ${s.rationale}`));
+    const actions = el("span", "ws-sugg-actions");
     const accept = el("button", "btn btn-small", "Accept");
     accept.type = "button";
     accept.title = "Copy this decision into my label (a)";
@@ -229,7 +231,8 @@ function renderMode(i) {
       dismissed.add(`${s.rater}|${code}`);
       renderMode(i);
     });
-    row.append(" ", accept, " ", reject);
+    actions.append(accept, reject);
+    row.append(text, actions);
     sbox.appendChild(row);
   }
 }

@@ -83,3 +83,14 @@ def test_cohort_comparison_in_the_browser(page, live_server, login, viewer, proj
     screenshot(page, "dashboard-cohort")
     page.add_style_tag(content=".topbar { position: static !important; }")
     page.locator("#chart-cohort").screenshot(path=str(ARTIFACTS / "dashboard-cohort-chart.png"))
+
+
+def test_stat_cards_line_up(page, live_server, login, viewer, project):
+    """The three stat cards sit on one row with the same top and height (a stacked card's top margin
+    once pushed the second and third down)."""
+    login(page, viewer)
+    page.goto(f"{live_server.url}/p/{project.slug}/analytics/")
+    boxes = [c.bounding_box() for c in page.locator(".dash-stats > .card").all()]
+    assert len(boxes) == 3
+    assert {round(b["y"]) for b in boxes} == {round(boxes[0]["y"])}
+    assert {round(b["height"]) for b in boxes} == {round(boxes[0]["height"])}

@@ -49,7 +49,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--majority", action="store_true", help="Majority vote where there is no adjudication.")
         parser.add_argument("--no-raters", action="store_true", help="Leave out each rater's own labels.")
-        parser.add_argument("--no-judge", action="store_true", help="Leave out LLM judge labels.")
+        parser.add_argument("--no-judge", action="store_true", help="Leave out the LLM judges' and baseline's labels.")
         parser.add_argument("--no-evidence", action="store_true", help="Leave out evidence and rationales.")
         parser.add_argument("--no-text", action="store_true", help="References only, no trace text.")
 

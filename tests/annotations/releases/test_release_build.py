@@ -104,6 +104,19 @@ def test_jsonl_includes_raters_judge_and_evidence(project, manager, labelled):
     assert studio["rationales"]["annotator_2"]["1.3"] == "repeats the plan"
 
 
+def test_offline_baseline_is_released_with_the_judges_not_the_raters(project, manager, mast_version, labelled):
+    from annotations.models import Rater
+
+    baseline = other_rater("baseline tf-idf+logreg", kind=Rater.Kind.BASELINE)
+    annotate(labelled["t1"], baseline, mast_version, decisions(mast_version, {"2.2"}))
+    studio = next(r for r in jsonl_records(build(project, manager)) if r["trace_id"] == labelled["t1"].external_id)[
+        "mast_studio"
+    ]
+    assert sorted(studio["judge"]) == ["baseline tf-idf+logreg", "gpt-judge"]
+    assert studio["judge"]["baseline tf-idf+logreg"]["2.2"] == 1
+    assert sorted(studio["raters"]) == ["annotator_1", "annotator_2"]
+
+
 def test_references_only_release_has_no_trace_text(project, manager, labelled):
     release = build(project, manager, options={"trace_text": False})
     rec = jsonl_records(release)[0]
@@ -267,6 +280,20 @@ def test_labels_on_v1_are_mapped_to_v2_with_rename_and_merge(project, manager, m
     assert release.n_mapped == 2 * 13
     assert release.manifest["mapping"]["edges_by_kind"]["merge"] == 4
     assert release.manifest["mapping"]["source_versions"] == [1]
+
+
+def test_releases_page_says_in_plain_words_what_mapped_labels_are(project, manager, mast_version, client):
+    from django.urls import reverse
+
+    v2 = version_draft_from(source=mast_version)
+    mode_rename(mode=v2.modes.get(code="1.1"), new_code="1.1b", new_name="Disobey the task spec")
+    version_publish(version=v2)
+    closed_round(project, mast_version, {make_trace(project): {"1.1"}})
+    build(project, manager, taxonomy_version=v2)
+    client.force_login(manager)
+    html = client.get(reverse("annotations:release_list", kwargs={"slug": project.slug})).content.decode()
+    assert "labels people gave on another version of the taxonomy, brought onto MAST v2" in html
+    assert "14 of the labels in this release came that way" in html
 
 
 def test_round_selection_needs_a_closed_round(project, manager, mast_version):

@@ -76,6 +76,11 @@ def test_annotators_cannot_create_rounds(project, annotator):
     assert r.status_code == 403
 
 
+def test_create_form_prints_no_template_comment(project, manager):
+    html = client_for(manager).get(reverse("annotations:round_new", kwargs={"slug": "demo"})).content.decode()
+    assert "{#" not in html and "#}" not in html  # a {# #} comment over several lines is printed
+
+
 def test_create_form_makes_a_draft_round(project, manager, annotator, annotator2, traces):
     r = client_for(manager).post(
         reverse("annotations:round_new", kwargs={"slug": "demo"}),
@@ -299,6 +304,23 @@ def test_revise_page_drafts_the_next_version(review_round, manager):
     assert FailureMode.objects.filter(
         version__parent=review_round.taxonomy_version, code="1.3", definition="Clearer words."
     ).exists()
+
+
+def test_revise_page_shows_the_definition_and_the_disputed_evidence_escaped(review_round, manager, traces):
+    from django.utils.html import escape
+
+    from taxonomy.models import FailureMode
+    from traces.models import Step
+
+    Step.objects.filter(trace=traces[0], index=1).update(content="Coder: <b>same code again</b>")
+    mode = FailureMode.objects.get(version=review_round.taxonomy_version, code="1.3")
+    r = client_for(manager).get(url("round_revise", review_round, code="1.3") + f"?trace={traces[0].pk}")
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert escape(mode.definition) in html and escape(mode.examples.splitlines()[0]) in html
+    assert "1 disagreement on 1.3" in html and "ann1 saw it" in html  # the rater who said present, and why
+    assert "Step 1</a> · Coder" in html and "&lt;b&gt;same code again&lt;/b&gt;" in html
+    assert "<b>same code again</b>" not in html
 
 
 def test_imported_labels_flow_into_the_report_page(project, manager, annotator, annotator2, traces):
