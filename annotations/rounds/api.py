@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotations.labels.visibility import blind_trace_ids
 from annotations.models import Annotation, DisagreementComment, Round, RoundAnnotator, RoundTrace
 from annotations.rounds.agreed import AgreedLabel, agreed_labels, agreed_labels_on_version
 from annotations.rounds.disagreements import round_adjudications, round_disagreements
@@ -291,9 +292,14 @@ class AgreedLabelListApi(ProjectScopedMixin, generics.ListAPIView):
     working version) through the recorded mappings (``agreed_labels_on_version``); the response's
     ``mapping`` says how many labels came from which version and how many could not be mapped,
     and ``unknown`` how many (trace, mode) units the mapping could not decide. With
-    ``?taxonomy_version=`` it lists only the labels recorded in that version, in its own codes."""
+    ``?taxonomy_version=`` it lists only the labels recorded in that version, in its own codes.
+
+    Traces now in a draft or open round (for a manager, only rounds they label in) are left out,
+    as on the agreed-labels page: an earlier round's consensus beside a trace that is being
+    labelled blind again would anchor its raters. ``withheld`` says how many traces that left out."""
 
     serializer_class = AgreedLabelOut
+    _withheld = 0
 
     @extend_schema(
         parameters=[
@@ -303,6 +309,8 @@ class AgreedLabelListApi(ProjectScopedMixin, generics.ListAPIView):
     )
     def get(self, request, *args, **kwargs):
         response = super().get(request, *args, **kwargs)
+        if isinstance(response.data, dict):
+            response.data["withheld"] = self._withheld
         if getattr(self, "_mapped", None) is not None:
             response.data["target_version"] = self._mapped.target.pk
             response.data["mapping"] = self._mapped.mapping
@@ -310,23 +318,27 @@ class AgreedLabelListApi(ProjectScopedMixin, generics.ListAPIView):
         return response
 
     def get_queryset(self):
+        blind = set(blind_trace_ids(user=self.request.user, project=self.project).values_list("trace_id", flat=True))
         raw = self.request.query_params.get("taxonomy_version", "")
         if raw:
             try:
                 version = target_version_resolve(project=self.project, raw=raw)
             except ValueError as exc:
                 raise QueryParamError("taxonomy_version", str(exc)) from None
-            return agreed_labels(project=self.project, taxonomy_version=version)
+            labels = agreed_labels(project=self.project, taxonomy_version=version)
+            self._withheld = len(blind & {a.trace_id for a in labels})
+            return [a for a in labels if a.trace_id not in blind]
         try:
             target = target_version_resolve(project=self.project, raw=self.request.query_params.get("target_version"))
         except ValueError as exc:
             raise QueryParamError("target_version", str(exc)) from None
         self._mapped = mapped = agreed_labels_on_version(project=self.project, target=target)
+        self._withheld = len(blind & set(mapped.labels))
         mode_ids = dict(FailureMode.objects.filter(version=target).values_list("code", "id"))
         return [
             AgreedLabel(
                 tid, code, mode_ids[code], target.pk, "present" if v else "absent", mapped.basis[tid][code], None, ""
             )
-            for tid in sorted(mapped.labels)
+            for tid in sorted(set(mapped.labels) - blind)
             for code, v in mapped.labels[tid].items()
         ]

@@ -206,6 +206,26 @@ def test_agreed_labels_api_lists_closed_consensus(project, manager, annotator, a
     assert data["count"] == 42 and data["results"][0]["basis"] == "unanimous"
 
 
+def test_agreed_labels_api_withholds_traces_being_labelled_blind_again(
+    project, manager, annotator, annotator2, traces, viewer
+):
+    """A follow-up round on a closed round's traces: its raters must not read the earlier
+    consensus of those traces through the API while they label them (nor may anyone else)."""
+    from annotations.rounds.services import round_close
+
+    rnd = make_review_round(project, manager=manager, annotators=[annotator, annotator2], traces=traces)
+    round_close(round=rnd, by=manager)
+    make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=traces[:1], name="Round B")
+    for user in (annotator, viewer):
+        for query in ("", f"?taxonomy_version={rnd.taxonomy_version_id}"):
+            data = api(user).get(f"/api/projects/demo/agreed-labels/{query}").json()
+            assert data["withheld"] == 1, (user, query)
+            assert traces[0].pk not in {row["trace_id"] for row in data["results"]}, (user, query)
+            assert data["count"] == 28, (user, query)
+    data = api(manager).get("/api/projects/demo/agreed-labels/").json()  # not labelling in Round B
+    assert data["withheld"] == 0 and data["count"] == 42
+
+
 def test_round_report_command_prints_every_round(review_round, project, manager, annotator, annotator2, traces, capsys):
     make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=traces, name="Round B")
     call_command("round_report", "--project", "demo", "--json")
