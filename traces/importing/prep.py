@@ -55,15 +55,16 @@ def trace_stats(parsed: ParsedTrace) -> dict[str, Any]:
     }
 
 
-def make_storable(parsed: ParsedTrace) -> None:
+def make_storable(parsed: ParsedTrace) -> bytes:
     """PostgreSQL text holds valid UTF-8 only: lone surrogates (JSON escapes such as "\\ud800" in a
-    record) become U+FFFD, counted in metadata["surrogates_replaced"], as the parsers do for NUL."""
+    record) become U+FFFD, counted in metadata["surrogates_replaced"], as the parsers do for NUL.
+    Returns the trace text as UTF-8 (encoded once: the hash and the size come from it)."""
     try:
-        parsed.raw_text.encode("utf-8")
+        data = parsed.raw_text.encode("utf-8")
         small = [parsed.task, parsed.mas_name, parsed.llm_name, parsed.benchmark, parsed.external_id]
         agents = [st.agent for st in parsed.steps]
         json.dumps([small, parsed.metadata, agents], ensure_ascii=False, default=str).encode()
-        return
+        return data
     except UnicodeEncodeError:
         pass
 
@@ -78,20 +79,17 @@ def make_storable(parsed: ParsedTrace) -> None:
         st.content, st.agent = fix(st.content), fix(st.agent)
     parsed.metadata = json.loads(fix(json.dumps(parsed.metadata, ensure_ascii=False, default=str)))
     parsed.metadata["surrogates_replaced"] = count
+    return parsed.raw_text.encode("utf-8")
 
 
 def clean_title(title: str) -> str:
     return _SURROGATE.sub("\ufffd", title)
 
 
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def prepare(parsed: ParsedTrace) -> tuple[str, dict[str, Any]]:
-    """Make the trace storable; return its content hash and statistics."""
-    make_storable(parsed)
-    return content_hash(parsed.raw_text), trace_stats(parsed)
+    """Make the trace storable; return its content hash and statistics (``size_bytes`` included)."""
+    data = make_storable(parsed)
+    return hashlib.sha256(data).hexdigest(), {**trace_stats(parsed), "size_bytes": len(data)}
 
 
 def mast_record_trace(rec: MastRecord, name: str) -> tuple[ParsedTrace, str, dict[str, Any]]:

@@ -137,12 +137,13 @@ def _import_sources(
     lines: list[FileLine] = []
     refused: list[str] = []
     report(force=True)
-    with transaction.atomic():
+    with transaction.atomic(), contextlib.ExitStack() as stack:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x4D415354, project.pk])
         known = KnownTraces(project)
         writer = TraceWriter(batch, hooks)
+        stack.callback(writer.close)  # before the transaction ends, whatever happens
 
         def accept(parsed: ParsedTrace, title: str, extra: dict[str, Any], line: FileLine) -> None:
             digest, stats = prepare(parsed)
@@ -190,7 +191,7 @@ def _import_sources(
                 refused[0] if len(refused) == 1 else f"{len(refused)} files were refused: " + "; ".join(refused),
                 result=result,
             )
-        writer.flush()
+        writer.finish()
         known.store_sources(job=job)
         for hook in hooks:
             hook.on_finish(batch=batch)

@@ -34,6 +34,7 @@ def test_managers_see_every_installed_tab_in_order(client, project, manager):
         "Import",
         "Rounds",
         "LLM judge",
+        "Open codes",
         "Analytics",
         "Releases",
         "Members",
@@ -42,7 +43,15 @@ def test_managers_see_every_installed_tab_in_order(client, project, manager):
 
 
 def test_viewers_do_not_see_the_tabs_that_need_manage(client, project, viewer):
-    assert tab_labels(client, viewer, project) == ["Overview", "Traces", "Rounds", "Analytics", "Releases", "Members"]
+    assert tab_labels(client, viewer, project) == [
+        "Overview",
+        "Traces",
+        "Rounds",
+        "Open codes",
+        "Analytics",
+        "Releases",
+        "Members",
+    ]
 
 
 def test_the_current_page_marks_its_tab(client, project, viewer):
