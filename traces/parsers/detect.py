@@ -42,12 +42,16 @@ def looks_json(text: str) -> bool:
     return _JSON_START.match(text.lstrip("\ufeff"), 0, 4096) is not None
 
 
-def detect_json(head: str, *, filename: str = "", mas_name: str = "") -> str:
+def detect_json(head: str, *, filename: str = "", mas_name: str = "", mast_native: bool = False) -> str:
+    """The JSON format of a head. ``mast_native``: the text is a MAST-Data record's trajectory,
+    which is always one of the MAST frameworks' own shapes, so the span and newer JSON formats'
+    sniffers (a dozen scans of the 64 KB head, per record) are not asked."""
     mas = normalise_mas_name(mas_name)
-    if span := sniff_spans(head):
-        return span
-    if sniffed := sniff_json(head):
-        return sniffed
+    if not mast_native:
+        if span := sniff_spans(head):
+            return span
+        if sniffed := sniff_json(head):
+            return sniffed
     if "HyperAgent_" in head and '"history"' not in head:
         return "hyperagent"
     if '"run_id"' in head and '"content"' in head:

@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import IO
 
 from traces.parsers.base import ParsedTrace, ParseError
-from traces.parsers.detect import normalise_mas_name
+from traces.parsers.detect import HEAD, detect_json, looks_json, normalise_mas_name
 from traces.parsers.jsonload import loads, loads_complete
 
 _CHUNK = 1 << 20
@@ -321,8 +321,12 @@ def parse_mast_record(rec: MastRecord) -> ParsedTrace:
     swapped = False
     if not mas and normalise_mas_name(rec.benchmark_name):
         mas, benchmark, swapped = normalise_mas_name(rec.benchmark_name), rec.mas_name, True
+    text = rec.trajectory
+    fmt = "auto"
+    if looks_json(text):  # MAST's own JSON shapes only (detect_json's mast_native)
+        fmt = detect_json(text.lstrip("\ufeff \t\r\n")[:HEAD], mas_name=mas, mast_native=True)
     try:
-        trace = parse_trace(rec.trajectory, mas_name=mas)
+        trace = parse_trace(text, format=fmt, mas_name=mas)
     except ParseError as e:
         raise ParseError(e.reason, filename=e.filename, record=rec.number, line=e.line) from None
     trace.mas_name = mas or trace.mas_name
