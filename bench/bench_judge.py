@@ -196,8 +196,11 @@ def main() -> None:
                 concurrency=args.concurrency,
                 timeout=30,
             )
+            first = None
             while True:
                 run.refresh_from_db()
+                if first is None and run.n_done:
+                    first = time.perf_counter() - t
                 if not run.is_active:
                     break
                 print(f"\r  {label}: {run.n_done + run.n_failed}/{run.n_total}", end="", file=sys.stderr, flush=True)
@@ -221,7 +224,8 @@ def main() -> None:
             )
             print(
                 f"  HTTP requests {requests} ({requests - run.n_total} retries), max in flight {llm.max_in_flight}, "
-                f"{run.n_total / elapsed:.1f} traces/s"
+                f"{run.n_total / elapsed:.1f} traces/s; first label after {first or 0:.2f} s "
+                f"(one answer takes {args.latency:.2f} s)"
             )
             print(
                 f"  worker CPU {cpu:.1f} s ({1000 * cpu / run.n_total:.1f} ms per trace); machine load average "
