@@ -1,6 +1,7 @@
-"""Property-based API test: Schemathesis generates requests for every operation of the OpenAPI
-schema, as a manager and as an annotator (token auth), against the real WSGI app on PostgreSQL.
-No answer may be a 5xx, and every answer must match the schema (status documented, body valid).
+"""Shared parts of the property-based API tests (test_api_fuzz_manager.py, test_api_fuzz_annotator.py,
+two modules so the suite's two processes run them side by side): Schemathesis generates requests
+for every operation of the OpenAPI schema, as a manager and as an annotator (token auth), against
+the real WSGI app on PostgreSQL. No answer may be a 5xx, and every answer must match the schema (status documented, body valid).
 
 Bounded: a handful of examples per operation (``MAST_FUZZ_EXAMPLES``, default 8), no deadline,
 derandomized (set ``MAST_FUZZ_EXAMPLES`` higher locally to explore more). Path parameters point
@@ -66,7 +67,7 @@ def _aim(case, world) -> None:
                 params[key] = world["round"].pk if case.path.startswith("/api/rounds/") else world["trace"].pk
 
 
-def _run(case, world, user) -> None:
+def run_case(case, world, user) -> None:
     token, _ = Token.objects.get_or_create(user=user)
     _aim(case, world)
     response = case.call(headers={"Authorization": f"Token {token.key}"})
@@ -81,15 +82,3 @@ FUZZ = settings(
     database=None,
     derandomize=True,  # the same examples every run: a failure in CI reproduces locally
 )
-
-
-@schema.parametrize()
-@FUZZ
-def test_api_as_manager_answers_no_5xx_and_matches_the_schema(case, fuzz_world, manager):
-    _run(case, fuzz_world, manager)
-
-
-@schema.parametrize()
-@FUZZ
-def test_api_as_annotator_answers_no_5xx_and_matches_the_schema(case, fuzz_world, annotator):
-    _run(case, fuzz_world, annotator)
