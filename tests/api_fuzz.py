@@ -1,7 +1,8 @@
 """Shared parts of the property-based API tests (test_api_fuzz_manager.py, test_api_fuzz_annotator.py,
 two modules so the suite's two processes run them side by side): Schemathesis generates requests
 for every operation of the OpenAPI schema, as a manager and as an annotator (token auth), against
-the real WSGI app on PostgreSQL. No answer may be a 5xx, and every answer must match the schema (status documented, body valid).
+the real WSGI app on PostgreSQL. No answer may be a 5xx, and every answer must match the schema
+(status documented, body valid).
 
 Bounded: a handful of examples per operation (``MAST_FUZZ_EXAMPLES``, default 8), no deadline,
 derandomized (set ``MAST_FUZZ_EXAMPLES`` higher locally to explore more). Path parameters point
