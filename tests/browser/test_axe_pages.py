@@ -83,7 +83,7 @@ def axe_walk(django_db_setup, django_db_blocker, live_server, browser):
                 role: _walk(browser, live_server.url, username, PASSWORD, role=role) for role, username in ROLES.items()
             }
         finally:
-            call_command("flush", interactive=False, verbosity=0)
+            call_command("flush", interactive=False, verbosity=0, reset_sequences=False)  # ids never reused: per-process caches key on them
 
 
 @pytest.mark.parametrize("role", list(ROLES))
