@@ -83,7 +83,8 @@ def axe_walk(django_db_setup, django_db_blocker, live_server, browser):
                 role: _walk(browser, live_server.url, username, PASSWORD, role=role) for role, username in ROLES.items()
             }
         finally:
-            call_command("flush", interactive=False, verbosity=0, reset_sequences=False)  # ids never reused: per-process caches key on them
+            # ids are never reused (per-process caches key on them), so the sequences stay as they are
+            call_command("flush", interactive=False, verbosity=0, reset_sequences=False)
 
 
 @pytest.mark.parametrize("role", list(ROLES))
