@@ -11,12 +11,13 @@ mode) has none, the manager may ask for a majority vote of the human raters' sub
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+from django.db import connection
 from django.db.models import Max, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
@@ -57,16 +58,25 @@ _EVIDENCE_CACHE: dict[str, Any] = {}
 
 
 def _decode_evidence(text: str | None) -> Any:
-    """json.loads with a bounded cache: evidence values repeat a lot ([{"step": 3}]) and records are
+    """orjson.loads with a bounded cache: evidence values repeat a lot ([{"step": 3}]) and records are
     serialised right away, never mutated, so sharing the decoded object is safe."""
     if not text or text == "[]":
         return []
     value = _EVIDENCE_CACHE.get(text)
     if value is None:
-        value = json.loads(text)
+        value = orjson.loads(text)
         if len(_EVIDENCE_CACHE) < 50_000:
             _EVIDENCE_CACHE[text] = value
     return value
+
+
+def _raw_rows(qs: QuerySet) -> list[tuple]:
+    """The rows of a ``values_list`` queryset straight from the cursor, without Django's per-value
+    converters (millions of ``int()`` calls on a large release); callers convert what they need."""
+    sql, params = qs.query.sql_with_params()
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()
 
 
 # ------------------------------------------------------------------ which traces
@@ -240,6 +250,9 @@ def release_records(
     known_decision = {"decision__in": ["present", "absent"]}
     # raters' own labels are mapped by a mapper of their own: ``mapper``'s counts are the agreed labels'
     rater_mapper = VersionMapper(mapper.target, codes=codes)
+    rater_values: dict[tuple[int, int, int], dict[str, int | None]] = {}
+    # per-trace agreed labels and bases depend only on the trace's five masks: built once per pattern
+    agreed_patterns: dict[tuple[int, ...], tuple[dict[str, int | None], dict[str, str]]] = {}
     done = 0
     last_id = 0
     while True:
@@ -294,10 +307,17 @@ def release_records(
             # Several annotations of one rater on a trace (other rounds or versions): the one on the
             # release's version wins, then the most recent (highest id).
             target_id = spec.version.pk
-            for tid, rid, vid, p, k, _a in sorted(label_rows, key=lambda r: (r[2] == target_id, r[5])):
+            for tid, rid, vid, p, k, _a in sorted(_raw_rows(label_rows), key=lambda r: (r[2] == target_id, r[5])):
                 if tid not in chunk_ids:
                     continue
-                per_rater[tid][rid] = rater_mapper.map(vid, unpack(int(p), int(k), codes_of[vid]))
+                key = (vid, int(p), int(k))
+                values = rater_values.get(key)
+                if values is None:
+                    # one dict per label pattern, in the release's code order, shared by every
+                    # record with that pattern (records are serialised, never mutated)
+                    mapped = rater_mapper.map(vid, unpack(key[1], key[2], codes_of[vid]))
+                    values = rater_values[key] = {c: mapped[c] for c in codes if c in mapped}
+                per_rater[tid][rid] = values
             if spec.evidence:
                 # evidence as text: decoded only where there is some (most labels have none)
                 ev_rows = (
@@ -312,7 +332,7 @@ def release_records(
                         "rationale",
                     )
                 )
-                for tid, rid, code, ev_text, rationale in ev_rows:
+                for tid, rid, code, ev_text, rationale in _raw_rows(ev_rows):
                     if tid not in chunk_ids:
                         continue
                     evidence = _decode_evidence(ev_text)
@@ -327,8 +347,20 @@ def release_records(
                 progress(done + position)  # the page's progress bar moves within a chunk too
             tid = t["id"]
             known, present = agreed.known.get(tid, 0), agreed.present.get(tid, 0)
-            labels = {c: (present >> i) & 1 if (known >> i) & 1 else None for i, c in enumerate(codes)}
-            mode_basis = {c: agreed.basis(tid, i) for i, c in enumerate(codes) if (known >> i) & 1}
+            pattern = (
+                known,
+                present,
+                agreed.mapped.get(tid, 0),
+                agreed.unanimous.get(tid, 0),
+                agreed.majority.get(tid, 0),
+            )
+            built = agreed_patterns.get(pattern)
+            if built is None:
+                built = agreed_patterns[pattern] = (
+                    {c: (present >> i) & 1 if (known >> i) & 1 else None for i, c in enumerate(codes)},
+                    {c: agreed.basis(tid, i) for i, c in enumerate(codes) if (known >> i) & 1},
+                )
+            labels, mode_basis = dict(built[0]), dict(built[1])  # copies: a majority vote fills them in
             used_majority = False
             if spec.majority:
                 humans = [v for rid, v in per_rater.get(tid, {}).items() if rater_names.get(rid, ("",))[0] == "human"]
@@ -356,12 +388,11 @@ def release_records(
                 judge_out: dict[str, dict] = {}
                 for rid, values in per_rater.get(tid, {}).items():
                     kind, name = rater_names.get(rid, ("", f"rater_{rid}"))
-                    labels_out = {c: values.get(c) for c in codes if c in values}
                     if kind in JUDGE_KINDS:
                         if spec.judge:
-                            judge_out[name] = labels_out
+                            judge_out[name] = values
                     elif spec.raters:
-                        raters_out[name] = labels_out
+                        raters_out[name] = values
                 if spec.raters:
                     studio["raters"] = raters_out
                 if spec.judge:
