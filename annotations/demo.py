@@ -53,8 +53,8 @@ def seed_users_and_project() -> DemoContext:
         project, _ = project_get_or_create(slug="demo", name="Demo: seven frameworks", by=users["manager"])
         if not project.description:
             project.description = (
-                "Eleven traces: one short trace per supported framework, each with a failure you can spot, "
-                "MAST-Data records and one long log, to try labelling, rounds, the LLM judge and releases."
+                "Short traces from every supported framework, each with a failure you can spot, MAST-Data "
+                "records and one long log, to try labelling, rounds, the LLM judge and releases."
             )
             project.save(update_fields=["description"])
         for username, role, _ in DEMO_USERS:

@@ -199,7 +199,7 @@ def round_revise(request: HttpRequest, slug: str, pk: int, code: str) -> HttpRes
         initial={
             "name": mode.name,
             "definition": mode.definition,
-            "note": f"Disagreements on {code} in round {rnd.name}"
+            "note": f"Disagreements on {code} in “{rnd.name}”"  # round names often say "Round" already
             + (f" (trace {trace_id})" if str(trace_id).isdigit() else "")
             + ".",
         },

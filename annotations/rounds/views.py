@@ -154,6 +154,12 @@ class RoundForm(forms.Form):
 def round_new(request: HttpRequest, slug: str) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     initial: dict[str, Any] = {"taxonomy_version": project.taxonomy_version_id}
+    # The form opens on a stratified sample by framework: its default size takes one trace per
+    # framework at least and no more than the project holds, so the preview never opens on an error
+    # ("needs at least one trace per stratum", "larger than the number of traces").
+    n_frameworks = project.traces.order_by().values("mas_name").distinct().count()
+    n_all = project.traces.count()
+    initial["n"] = min(max(10, n_frameworks), n_all) or 10
     if (request.GET.get("taxonomy_version") or "").isdigit():  # "start the next round on the revised draft"
         initial["taxonomy_version"] = int(request.GET["taxonomy_version"])
     after = request.GET.get("after")

@@ -77,6 +77,18 @@ def _safe_upload_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
+def _declared_size(f: Any) -> int:
+    """An upload's size before reading it: Django's uploaded files say it, plain open files (the demo,
+    scripts) through their descriptor; 0 only where neither can tell."""
+    size = getattr(f, "size", None)
+    if size is None:
+        try:
+            size = os.fstat(f.fileno()).st_size
+        except (AttributeError, OSError, ValueError):
+            size = 0
+    return size or 0
+
+
 def import_job_create(*, project: Project, by: Any, files: list[Any], format: str = "auto") -> ImportJob:
     """Save uploaded files to MEDIA_ROOT/imports/<job id>/ and queue the job (after commit).
 
@@ -90,7 +102,7 @@ def import_job_create(*, project: Project, by: Any, files: list[Any], format: st
     max_file, max_total, _, _ = import_limits()
     total = 0
     for f in files:
-        size = getattr(f, "size", 0) or 0
+        size = _declared_size(f)
         if size > max_file:
             name = os.path.basename(f.name)
             raise TraceImportError(f"{name}: {size:,} bytes; the limit per file is {max_file:,} bytes")

@@ -431,3 +431,24 @@ def test_recording_a_decision_resends_the_counter_in_pinned_queries(
     body = response.content.decode()
     assert 'id="rd-open-count"' in body and 'hx-swap-oob="true"' in body
     assert "<strong>5</strong> still to decide" in body
+
+
+def test_create_form_opens_on_a_sample_size_its_preview_accepts(project, manager):
+    """Twelve frameworks: a default of 10 would open the stratified preview on an error."""
+    frameworks = [f"Framework{i}" for i in range(12)]
+    make_traces(project, 24, frameworks=frameworks)
+    client = client_for(manager)
+    html = client.get(reverse("annotations:round_new", kwargs={"slug": "demo"})).content.decode()
+    assert 'name="n" value="12"' in html
+    r = client.post(
+        reverse("annotations:round_preview", kwargs={"slug": "demo"}),
+        {"method": "stratified", "n": 12, "seed": 1, "stratify_by": "framework"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert "<strong>12</strong> traces" in r.content.decode()
+
+
+def test_create_form_default_size_is_at_most_the_projects_traces(project, manager):
+    make_traces(project, 4)
+    html = client_for(manager).get(reverse("annotations:round_new", kwargs={"slug": "demo"})).content.decode()
+    assert 'name="n" value="4"' in html
