@@ -30,7 +30,12 @@ import sys
 import time
 from pathlib import Path
 
-from benchdb import bench_env, create_bench_db, django_setup  # bench/ is on sys.path when run as a script
+from benchdb import (  # bench/ is on sys.path when run as a script
+    bench_env,
+    create_bench_db,
+    django_setup,
+    set_toast_compression,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 CHATDEV = REPO.parent / "shared" / "mast" / "traces" / "chatdev"
@@ -349,10 +354,12 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--db", default=BENCH_DB, help=f"database name (default {BENCH_DB}); one per parallel run")
+    ap.add_argument("--compression", choices=["lz4", "pglz"], default="lz4", help="TOAST compression (migrations: lz4)")
     args = ap.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
     env = bench_env(args.db, MAST_VAR_DIR=str(REPO / "var" / "bench_pages"))
-    create_bench_db(env, reuse=args.reuse)
+    if create_bench_db(env, reuse=args.reuse) and args.compression != "lz4":
+        set_toast_compression(env, args.compression)
     django_setup(env)
     annotator, traces = build(sizes, args.reuse)
     time_server(annotator, traces, args.server_runs)
