@@ -16,8 +16,10 @@ Run: .venv/bin/python bench/bench_pages.py [--sizes 50k,1m,5m,20m] [--runs 6] [-
      server  navigation timing: responseStart - requestStart (the HTML's time in the server)
      main    main-thread task time from navigation to ready (CDP Performance.getMetrics TaskDuration)
      nodes   DOM nodes at ready
-   Then: the time from typing a word that occurs only near the end of the 20 MB trace to its first
-   hit shown, and a jump (g G / focusStep) to a far step, fetched and rendered.
+   Then: the time from pressing Enter on a word that occurs only near the end of the 20 MB trace to
+   the frame that paints its first hit, measured in the page (and, as Playwright sees it, from
+   typing to the hit's selector), and a jump (g G / focusStep) to a far step, fetched and rendered.
+   The live server sets TCP_NODELAY, as gunicorn does; --compression pglz compares with lz4.
 The machine is shared: the load average is printed with every block of figures.
 """
 
