@@ -31,6 +31,7 @@ from benchdb import (  # bench/ is on sys.path when run as a script
     create_bench_db,
     django_setup,
     drop_bench_db,
+    set_toast_compression,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,6 +149,9 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     ap.add_argument("--no-build", action="store_true", help="reuse the file built by an earlier run")
     ap.add_argument("--db", default=BENCH_DB, help="bench database name (several people bench at once)")
+    ap.add_argument(
+        "--compression", choices=["lz4", "pglz"], default="lz4", help="TOAST compression of the text (migrations: lz4)"
+    )
     args = ap.parse_args()
 
     env = bench_env(args.db)
@@ -161,6 +165,8 @@ def main() -> None:
         print(f"built {out}: {args.records} records, {size / 1024**2:.1f} MB in {time.perf_counter() - t:.1f} s")
 
     create_bench_db(env)
+    if args.compression != "lz4":
+        set_toast_compression(env, args.compression)
     django_setup(env)
     from django.db import connection
 
@@ -192,7 +198,8 @@ def main() -> None:
     mb = size / 1024**2
     print(f"imported {result.imported} traces ({result.duplicates} duplicates) from {mb:.1f} MB in {elapsed:.1f} s")
     print(f"  {mb / elapsed:.1f} MB/s, {result.imported / elapsed:.0f} records/s")
-    print(f"  machine load average (2 cores) when the import started: {load_before:.1f}")
+    print(f"  load average (2 cores) at the start: {load_before:.1f}; at the end: {os.getloadavg()[0]:.1f}")
+    print(f"  TOAST compression: {args.compression}")
     server = f", PostgreSQL backend {cpu_server:.1f} s" if cpu_server is not None else ""
     print(f"  CPU time: importing process {cpu_self:.1f} s{server} (wall {elapsed:.1f} s)")
     print(f"  peak RSS {peak:.0f} MB (importing process; {rss_before:.0f} MB after Django setup)")

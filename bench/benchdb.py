@@ -53,6 +53,23 @@ def create_bench_db(env: dict[str, str], *, reuse: bool = False) -> bool:
     return fresh
 
 
+# the large text and JSON columns (traces migrations 0003 and 0010 set them to lz4)
+TOAST_COLUMNS = [
+    ("traces_trace", "raw_text"),
+    ("traces_trace", "task"),
+    ("traces_trace", "metadata"),
+    ("traces_step", "content"),
+    ("traces_step", "details"),
+    ("traces_importjob", "report"),
+]
+
+
+def set_toast_compression(env: dict[str, str], method: str) -> None:
+    """Compress values written from now on with ``method`` (lz4 or pglz), to compare the two."""
+    sql = "; ".join(f'ALTER TABLE "{t}" ALTER COLUMN "{c}" SET COMPRESSION {method}' for t, c in TOAST_COLUMNS)
+    subprocess.run(["psql", env["DATABASE_URL"], "-qc", sql], check=True, capture_output=True)
+
+
 def drop_bench_db(env: dict[str, str]) -> None:
     server, name = env["DATABASE_URL"].rsplit("/", 1)
     subprocess.run(["psql", f"{server}/postgres", "-qc", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=True)

@@ -119,7 +119,9 @@ class Step(models.Model):
         SYSTEM = "system", "System"
         LOG = "log", "Log"
 
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps")
+    # No index of its own: step_unique_index (trace, index) leads with the trace and serves every
+    # lookup by trace; a second one cost every imported step another B-tree insert.
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps", db_index=False)
     index = models.PositiveIntegerField()
     agent = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.MESSAGE)

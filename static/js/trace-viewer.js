@@ -101,7 +101,7 @@ class TraceViewer {
     this.hi = Number(d.loadedEnd || 0);
     this.content = new Map(); // step index -> full content, for steps built here
     this.marks = new Map(); // step index -> [{label, color, title}]
-    this.search = { q: "", hits: [], index: -1, byStep: new Map(), truncated: false, pending: null };
+    this.search = { q: "", hits: [], index: -1, byStep: new Map(), truncated: false, pending: null, window: null };
     this.selection = null; // {start, end}
     this.anchorLine = null;
     this.current = this.lo < this.hi ? this.lo : 0;
@@ -293,17 +293,24 @@ class TraceViewer {
     this.recheckSentinels();
   }
 
-  /** Replace the DOM with the window that holds step i (a far jump). */
+  /** Replace the DOM with the window that holds step i (a far jump). The search answer carries
+   * the window of its first hit after the reader's step (search.window): used once, no request. */
   async loadAround(i) {
     this.gen += 1;
     const gen = this.gen;
     const start = Math.max(0, i - 3);
-    this.jumping = true; // no scroll-driven loads until the new window is in place
+    const given = this.search.window;
     let steps;
-    try {
-      steps = await this.fetchWindow(start, Math.max(JUMP_STEPS, i - start + 1), JUMP_LINES);
-    } finally {
-      if (gen === this.gen) this.jumping = false;
+    if (given && given.length && given[0].index <= i && given[given.length - 1].index >= i) {
+      this.search.window = null;
+      steps = given;
+    } else {
+      this.jumping = true; // no scroll-driven loads until the new window is in place
+      try {
+        steps = await this.fetchWindow(start, Math.max(JUMP_STEPS, i - start + 1), JUMP_LINES);
+      } finally {
+        if (gen === this.gen) this.jumping = false;
+      }
     }
     if (gen !== this.gen || this.destroyed) return false;
     this.stepsEl.replaceChildren();
@@ -815,10 +822,13 @@ class TraceViewer {
     }
     const url = new URL(this.searchUrl, window.location.href);
     url.searchParams.set("q", q);
+    // the answer then carries the steps around the first hit from here: Enter shows it at once
+    url.searchParams.set("around", String(this.current));
     const pending = fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`Search failed (${r.status})`))))
       .then((data) => {
-        if (this.search.q === q && !this.destroyed) this.setHits(q, data.hits, data.truncated);
+        if (this.search.q !== q || this.destroyed) return;
+        this.setHits(q, data.hits, data.truncated, data.window ? data.window.steps : null);
       })
       .catch((err) => {
         this.hitsLabel.textContent = String(err.message || err);
@@ -827,13 +837,13 @@ class TraceViewer {
     return pending;
   }
 
-  setHits(q, hits, truncated) {
+  setHits(q, hits, truncated, hitWindow = null) {
     const byStep = new Map();
     for (const h of hits) {
       if (!byStep.has(h.step)) byStep.set(h.step, []);
       byStep.get(h.step).push(h);
     }
-    this.search = { q, hits, index: -1, byStep, truncated, pending: null };
+    this.search = { q, hits, index: -1, byStep, truncated, pending: null, window: hitWindow };
     this.clearHighlights();
     this.applyHighlights();
     this.updateHitLabel();

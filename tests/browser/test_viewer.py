@@ -122,6 +122,19 @@ def test_a_hit_in_a_far_step_loads_its_window(page, live_server, login, viewer, 
     assert card_count(page) < 2000
 
 
+def test_a_far_hit_is_shown_from_the_search_answer_alone(page, live_server, login, viewer, huge_trace):
+    login(page, viewer)
+    open_trace(page, live_server, huge_trace)
+    jumps = []  # a far jump's window (scroll loading, which may follow, asks for other windows)
+    page.on("request", lambda r: "/steps/" in r.url and "max_lines=400" in r.url and jumps.append(r.url))
+    page.fill(".tv-search-input", "turn 1100:")
+    page.press(".tv-search-input", "Enter")
+    page.wait_for_selector("mark.tv-hit.is-current")
+    assert current_mark_step(page) == 1101
+    assert in_view(page, "mark.tv-hit.is-current")
+    assert jumps == []  # the search answer carried the hit's window
+
+
 def test_a_hit_in_the_hidden_part_of_a_long_step_expands_it(page, live_server, login, viewer, huge_trace):
     login(page, viewer)
     open_trace(page, live_server, huge_trace)

@@ -14,6 +14,8 @@ from traces.viewer.selectors import (
     CappedCountPaginator,
     TraceFilters,
     outline_json,
+    search_first_hit,
+    search_hit_window,
     trace_agent_hues,
     trace_get,
     trace_list_for_user,
@@ -116,7 +118,10 @@ class TraceRawApi(ProjectScopedMixin, APIView):
 
 
 class TraceSearchApi(ProjectScopedMixin, APIView):
-    """Every case-insensitive occurrence of ``q`` in the trace's steps: step index, line, snippet."""
+    """Every case-insensitive occurrence of ``q`` in the trace's steps: step index, line, snippet.
+
+    With ``around`` (the reader's step) the answer also carries the window of steps that shows the
+    first hit at or after it, so the viewer shows that hit without a second request."""
 
     @extend_schema(parameters=[SearchIn], responses=SearchOut)
     def get(self, request, slug, pk):
@@ -124,9 +129,14 @@ class TraceSearchApi(ProjectScopedMixin, APIView):
         query.is_valid(raise_exception=True)
         trace = trace_get(project=self.project, pk=pk)
         result = trace_search(trace=trace, q=query.validated_data["q"])
-        return Response(
-            SearchOut({"q": result.q, "count": result.count, "truncated": result.truncated, "hits": result.hits}).data
-        )
+        data = {"q": result.q, "count": result.count, "truncated": result.truncated, "hits": result.hits}
+        around = query.validated_data.get("around")
+        if around is not None and result.hits:
+            data["window"] = {
+                "hit": search_first_hit(result=result, around=around),
+                "steps": search_hit_window(trace=trace, result=result, around=around),
+            }
+        return Response(SearchOut(data, context={"hues": trace_agent_hues(trace=trace)}).data)
 
 
 class TraceOutlineApi(ProjectScopedMixin, APIView):

@@ -110,6 +110,11 @@ class StepsWindowOut(serializers.Serializer):
 
 class SearchIn(serializers.Serializer):
     q = serializers.CharField(max_length=300, trim_whitespace=False)
+    around = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        help_text="the reader's step: the answer then carries `window`, the steps around the first hit at or after it",
+    )
 
 
 class SearchHitOut(serializers.Serializer):
@@ -119,11 +124,19 @@ class SearchHitOut(serializers.Serializer):
     snippet = serializers.CharField()
 
 
+class SearchWindowOut(serializers.Serializer):
+    hit = serializers.IntegerField(help_text="index in `hits` of the first hit at or after `around`")
+    steps = StepOut(many=True)
+
+
 class SearchOut(serializers.Serializer):
     q = serializers.CharField()
     count = serializers.IntegerField()
     truncated = serializers.BooleanField(help_text="true when the hit cap was reached")
     hits = SearchHitOut(many=True)
+    window = SearchWindowOut(
+        required=False, help_text="with `around` and at least one hit: the steps that show the first hit after it"
+    )
 
 
 class StepTreeOut(serializers.Serializer):

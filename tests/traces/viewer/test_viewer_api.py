@@ -127,6 +127,43 @@ def test_search_finds_every_occurrence_with_step_and_line(client, viewer, trace)
     assert {h["step"] for h in body["hits"]} == {8}
 
 
+def test_search_around_a_step_carries_the_window_of_the_first_hit_after_it(client, viewer, trace):
+    client.force_login(viewer)
+    hits = client.get(api(trace, "search/?q=turn 3")).json()["hits"]
+    assert "window" not in client.get(api(trace, "search/?q=turn 3")).json()
+    later = next(h for h in hits if h["step"] > hits[0]["step"])
+    body = client.get(api(trace, f"search/?q=turn 3&around={later['step']}")).json()
+    assert body["hits"] == hits
+    assert hits[body["window"]["hit"]] == later
+    # the same steps a far jump to that step fetches (from 3 before it, at most 24 / 400 lines)
+    start = max(0, later["step"] - 3)
+    jump = client.get(api(trace, f"steps/?start={start}&limit=24&max_lines=400")).json()["steps"]
+    assert body["window"]["steps"] == jump
+    assert later["step"] in [s["index"] for s in body["window"]["steps"]]
+
+
+def test_search_around_past_the_last_hit_wraps_to_the_first(client, viewer, trace):
+    client.force_login(viewer)
+    body = client.get(api(trace, f"search/?q=turn 3&around={trace.n_steps + 10}")).json()
+    first = body["hits"][0]["step"]
+    assert body["window"]["hit"] == 0
+    assert first in [s["index"] for s in body["window"]["steps"]]
+    nothing = client.get(api(trace, "search/?q=no such words anywhere&around=0")).json()
+    assert nothing["count"] == 0
+    assert "window" not in nothing
+
+
+def test_search_around_costs_one_query_more(client, viewer, trace, django_assert_num_queries):
+    client.force_login(viewer)
+    client.get(api(trace, "search/?q=turn 3"))
+    with django_assert_num_queries(6, info="search") as plain:
+        client.get(api(trace, "search/?q=turn 3"))
+    with django_assert_num_queries(7, info="search around") as around:
+        client.get(api(trace, "search/?q=turn 3&around=0"))
+    assert "LIMIT 24" in around.captured_queries[-1]["sql"]  # the window's steps: one query more
+    assert len(plain.captured_queries) + 1 == len(around.captured_queries)
+
+
 def test_search_is_case_insensitive(trace):
     assert trace_search(trace=trace, q="RENAME_PHOTOS.PY --DRY-RUN; <SCRIPT>").count == trace.raw_text.count(
         "rename_photos.py --dry-run; <script>"

@@ -1,0 +1,42 @@
+"""How PostgreSQL stores traces and steps: lz4 for the large values, one index by trace on steps."""
+
+import pytest
+from django.db import connection
+
+pytestmark = pytest.mark.django_db
+
+LZ4_COLUMNS = [
+    ("traces_trace", "raw_text"),
+    ("traces_step", "content"),
+    ("traces_trace", "task"),
+    ("traces_trace", "metadata"),
+    ("traces_step", "details"),
+    ("traces_importjob", "report"),
+]
+
+
+def _postgres_with_lz4() -> bool:
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.parametrize(("table", "column"), LZ4_COLUMNS)
+def test_large_values_are_compressed_with_lz4(table, column):
+    if not _postgres_with_lz4():
+        pytest.fail("these tests need PostgreSQL 14+ built with lz4 (the suite's server is)")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attcompression FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s", [table, column]
+        )
+        assert cursor.fetchone() == ("l",)
+
+
+def test_steps_have_one_index_leading_with_the_trace():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'traces_step'")
+        by_trace = [name for name, sql in cursor.fetchall() if "(trace_id" in sql]
+    assert by_trace == ["step_unique_index"]
