@@ -300,9 +300,10 @@ def main() -> None:
     ap.add_argument("--server-runs", type=int, default=20)
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--db", default=BENCH_DB, help="database name (parallel runs need their own)")
     args = ap.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
-    env = bench_env(BENCH_DB, MAST_VAR_DIR=str(REPO / "var" / "bench_pages"))
+    env = bench_env(args.db, MAST_VAR_DIR=str(REPO / "var" / "bench_pages"))
     create_bench_db(env, reuse=args.reuse)
     django_setup(env)
     annotator, traces = build(sizes, args.reuse)
