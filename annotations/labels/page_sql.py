@@ -10,15 +10,11 @@ whether I have submitted an annotation of the trace in one more. Rules stay in t
 
 from __future__ import annotations
 
-from functools import cache
-
-from django.db import connection
-from django.db.models import Model
-
 from annotations.labels.bulk import sql_fetchone
 from annotations.models import Annotation, Rater, Round, RoundAnnotator, RoundTrace
 from taxonomy.models import Taxonomy, TaxonomyVersion
 from traces.models import Membership, Project, Trace
+from traces.sqlrows import model_from_row, model_select, model_width
 
 ANN, RATER, ROUND = (m._meta.db_table for m in (Annotation, Rater, Round))
 ROUND_TRACE, ROUND_ANNOTATOR = RoundTrace._meta.db_table, RoundAnnotator._meta.db_table
@@ -28,39 +24,6 @@ PROJECT, VERSION, TAXONOMY, MEMBERSHIP, TRACE = (
 TRACE_DEFERRED = ("raw_text",)  # tens of MB for the largest traces: never on a page view
 
 
-def _fields(model: type[Model], exclude: tuple[str, ...] = ()) -> list:
-    return [f for f in model._meta.concrete_fields if f.attname not in exclude]
-
-
-def _select(model: type[Model], alias: str, exclude: tuple[str, ...] = ()) -> str:
-    return ", ".join(f'{alias}."{f.column}"' for f in _fields(model, exclude))
-
-
-@cache
-def _converters(model: type[Model], exclude: tuple[str, ...], vendor: str) -> list[tuple[str, object, list]]:
-    """(attname, column, the ORM's converters for the column) of each selected field, so the values
-    are what the ORM would give (JSON parsed, SQLite's datetimes and booleans typed)."""
-    out = []
-    for f in _fields(model, exclude):
-        col = f.get_col(model._meta.db_table)
-        out.append((f.attname, col, connection.ops.get_db_converters(col) + col.get_db_converters(connection)))
-    return out
-
-
-def _instance(model: type[Model], values: tuple, exclude: tuple[str, ...] = ()) -> Model:
-    names, converted = [], []
-    for (attname, col, converters), value in zip(_converters(model, exclude, connection.vendor), values, strict=True):
-        for converter in converters:
-            value = converter(value, col, connection)
-        names.append(attname)
-        converted.append(value)
-    return model.from_db(connection.alias, names, converted)
-
-
-def _count(model: type[Model], exclude: tuple[str, ...] = ()) -> int:
-    return len(_fields(model, exclude))
-
-
 def page_target(
     *, slug: str, user_id: int | None, trace_id: int | None
 ) -> tuple[Project | None, str | None, Trace | None]:
@@ -68,8 +31,8 @@ def page_target(
     ``trace_id`` without the raw text (deferred, as ``trace_get`` reads it), in one statement; None
     for what is not there."""
     sql = (
-        f"SELECT {_select(Project, 'p')}, {_select(TaxonomyVersion, 'v')}, {_select(Taxonomy, 'x')},"  # noqa: S608
-        f" m.role, {_select(Trace, 't', TRACE_DEFERRED)}"
+        f"SELECT {model_select(Project, 'p')}, {model_select(TaxonomyVersion, 'v')}, {model_select(Taxonomy, 'x')},"  # noqa: S608
+        f" m.role, {model_select(Trace, 't', TRACE_DEFERRED)}"
         f" FROM {PROJECT} p LEFT JOIN {VERSION} v ON v.id = p.taxonomy_version_id"
         f" LEFT JOIN {TAXONOMY} x ON x.id = v.taxonomy_id"
         f" LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = %s"
@@ -79,12 +42,12 @@ def page_target(
     row = sql_fetchone(sql, [user_id, trace_id, slug])
     if row is None:
         return None, None, None
-    n_p, n_v, n_x = _count(Project), _count(TaxonomyVersion), _count(Taxonomy)
-    project = _instance(Project, row[:n_p])
+    n_p, n_v, n_x = model_width(Project), model_width(TaxonomyVersion), model_width(Taxonomy)
+    project = model_from_row(Project, row[:n_p])
     at = n_p
     if row[at] is not None:
-        version = _instance(TaxonomyVersion, row[at : at + n_v])
-        version.taxonomy = _instance(Taxonomy, row[at + n_v : at + n_v + n_x])
+        version = model_from_row(TaxonomyVersion, row[at : at + n_v])
+        version.taxonomy = model_from_row(Taxonomy, row[at + n_v : at + n_v + n_x])
         project.taxonomy_version = version
     else:
         project.taxonomy_version = None
@@ -92,7 +55,7 @@ def page_target(
     role = row[at]
     trace = None
     if row[at + 1] is not None:
-        trace = _instance(Trace, row[at + 1 :], TRACE_DEFERRED)
+        trace = model_from_row(Trace, row[at + 1 :], TRACE_DEFERRED)
         trace.project = project
     return project, role, trace
 
