@@ -13,12 +13,11 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from annotations.labels.page_sql import page_mine, page_target
+from annotations.labels.page_sql import page_mine, page_open_codes, page_target
 from annotations.labels.selectors import (
     ROUND_QUEUE_STATES,
     annotation_empty_snapshot,
     annotation_snapshot_of_rows,
-    open_code_list,
     queue_counts,
     queue_next,
     queue_round_items,
@@ -186,7 +185,7 @@ def workspace(request, slug, pk):
         "snapshot": snapshot,
         "modes": [m.code for m in modes],
         "others": others,
-        "openCodes": list(open_code_list(project=project, user=request.user).values_list("name", flat=True)[:500]),
+        "openCodes": page_open_codes(project_id=project.pk, user_id=request.user.pk, role=role),
         "limits": {
             "rationale": MAX_RATIONALE,
             "notes": MAX_NOTES,

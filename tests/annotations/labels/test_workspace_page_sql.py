@@ -57,3 +57,52 @@ def test_labelling_page_escapes_agent_and_kind_of_a_step(client, project, annota
     assert r.status_code == 200
     assert '<img src=x onerror="alert(1)">' not in html
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+
+
+def test_page_open_codes_are_open_code_list_for_annotators_and_managers(project, annotator, annotator2, manager):
+    from annotations.labels.page_sql import page_open_codes
+    from annotations.labels.selectors import open_code_list
+    from annotations.models import OpenCode
+    from tests.annotations.workspace_factories import make_llm_annotation
+
+    blind, other, third = make_trace(project), make_trace(project), make_trace(project)
+
+    def save(user, trace, codes):
+        ann = annotation_get_or_create(trace=trace, user=user, taxonomy_version=project.taxonomy_version)
+        annotation_save(
+            annotation=ann,
+            by=user,
+            base_revision=ann.revision,
+            labels=[],
+            task_success="no",
+            notes="",
+            open_codes=codes,
+        )
+
+    # outside-round rows on a trace that then goes into an open round (blind from then on)
+    save(annotator2, blind, ["secret", "shared"])
+    save(annotator, blind, ["mine"])
+    save(annotator2, other, ["shared", "zeta"])
+    save(annotator, third, ["shared", "alpha"])
+    llm = make_llm_annotation(blind, codes=())
+    llm.open_codes.add(OpenCode.objects.create(project=project, name="judge-tag"))
+    OpenCode.objects.create(project=project, name="unused")
+    make_round(project, traces=[blind], annotators=[annotator, annotator2, manager], state="open")
+    from tests.factories import MembershipFactory, UserFactory
+
+    lead = UserFactory(username="lead")  # a manager who is not one of the round's annotators
+    MembershipFactory(project=project, user=lead, role="manager")
+    assert "secret" in page_open_codes(project_id=project.pk, user_id=lead.pk, role="manager")
+    for user, role in ((annotator, "annotator"), (annotator2, "annotator"), (manager, "manager"), (lead, "manager")):
+        want = list(open_code_list(project=project, user=user).values_list("name", flat=True)[:500])
+        assert page_open_codes(project_id=project.pk, user_id=user.pk, role=role) == want, user.username
+    assert page_open_codes(project_id=project.pk, user_id=annotator.pk, role="annotator") == [
+        "shared",
+        "alpha",
+        "mine",
+        "zeta",
+    ]
+    assert page_open_codes(project_id=project.pk, user_id=annotator.pk, role="annotator", limit=2) == [
+        "shared",
+        "alpha",
+    ]
