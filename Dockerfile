@@ -9,4 +9,5 @@ RUN mkdir -p /var/lib/mast && SECRET_KEY=build-only python manage.py collectstat
 RUN useradd --system --home /app mast && chown -R mast /var/lib/mast
 USER mast
 EXPOSE 8000
-CMD ["gunicorn", "mast_site.wsgi", "-b", "0.0.0.0:8000", "-w", "4", "--threads", "4", "--timeout", "120"]
+# gthread, 8 threads, keep-alive 30 s: measured for autosaves in bench/bench_saves.py (README "Large projects"); -w = cores
+CMD ["gunicorn", "mast_site.wsgi", "-b", "0.0.0.0:8000", "-w", "4", "-k", "gthread", "--threads", "8", "--keep-alive", "30", "--timeout", "120"]

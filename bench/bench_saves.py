@@ -376,12 +376,14 @@ def main() -> int:
         ACCESS_LOG.write_text("")  # the concurrent run's server times only
         clients = [Client(port, info, args.seconds, (lo, hi), seed=i) for i, info in enumerate(infos[:-1])]
         cpu0, db0 = server_cpu_seconds(server), db_backends_cpu(env)
+        gen0 = time.process_time()
         t0 = time.perf_counter()
         for c in clients:
             c.start()
         for c in clients:
             c.join()
         wall = time.perf_counter() - t0
+        gen_cpu = time.process_time() - gen0
         server_cpu = server_cpu_seconds(server) - cpu0
         db_cpu = sum(cpu - db0.get(pid, 0.0) for pid, cpu in db_backends_cpu(env).items())
     finally:
@@ -409,6 +411,10 @@ def main() -> int:
     print(
         f"CPU of the PostgreSQL backends: {db_cpu * 1000 / max(1, n):.1f} ms per save ({db_cpu:.1f} s; "
         "the bench database's connections, from /proc)"
+    )
+    print(
+        f"CPU of the load generator (this process): {gen_cpu * 1000 / max(1, n):.1f} ms per save "
+        f"({gen_cpu:.1f} s = {100 * gen_cpu / wall:.0f}% of one core)"
     )
     print(f"errors: {len(errors)}" + (f"  first: {errors[0]}" if errors else ""))
     print("machine load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))

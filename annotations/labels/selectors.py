@@ -31,6 +31,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from annotations.labels import sql
 from annotations.labels.attribution import attribution_as_dict, attribution_of
 from annotations.labels.visibility import (
     BLIND_ROUND_STATES,
@@ -41,6 +42,7 @@ from annotations.labels.visibility import (
 )
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
+from taxonomy.selectors import version_modes
 from traces.models import Membership, Project, Trace
 
 ROUND_QUEUE_STATES = (Round.State.OPEN, Round.State.REVIEW)
@@ -104,6 +106,24 @@ def annotation_snapshot_of(*, annotation: Annotation, labels, open_codes, attrib
     }
 
 
+def annotation_snapshot_of_rows(*, annotation: Annotation, attribution: dict | None) -> dict:
+    """``annotation_snapshot`` with its labels and open codes in one plain-SQL query
+    (``annotations.labels.sql``), for an annotation read with its attribution (``sql.annotation_lock``)."""
+    rows, codes = sql.annotation_labels_and_codes(annotation_id=annotation.pk)
+    by_id = {m.pk: m for m in version_modes(version=annotation.taxonomy_version)}
+    if any(mode_id not in by_id for mode_id, *_ in rows):  # a label outside its version: never written here
+        return annotation_snapshot(annotation=annotation)
+    rows.sort(key=lambda row: (by_id[row[0]].order, by_id[row[0]].code))
+    return annotation_snapshot_of(
+        annotation=annotation,
+        labels=[
+            (by_id[mode_id].code, decision, evidence, rationale) for mode_id, decision, evidence, rationale in rows
+        ],
+        open_codes=codes,
+        attribution=attribution,
+    )
+
+
 def _attribution(annotation: Annotation) -> dict | None:
     """The attribution, without a query when it came with the annotation (select_related)."""
     if "attribution" in annotation._state.fields_cache:
@@ -127,11 +147,16 @@ def annotation_history(*, annotation: Annotation) -> QuerySet[AnnotationEvent]:
     return annotation.events.select_related("by").order_by("revision", "id")
 
 
-def trace_annotations_visible(*, user, project: Project, trace: Trace) -> QuerySet[Annotation]:
+def trace_annotations_visible(
+    *, user, project: Project, trace: Trace, held_back: bool | None = None
+) -> QuerySet[Annotation]:
     """Other raters' annotations of the trace that the blind rule lets this user see, less what
-    anti-anchoring holds back until she has submitted her own (``anchoring_holds_back``)."""
+    anti-anchoring holds back until she has submitted her own (``anchoring_holds_back``; pass its
+    answer as ``held_back`` when it is already known)."""
     qs = annotations_visible_to(user=user, project=project, qs=Annotation.objects.filter(trace=trace))
-    if anchoring_holds_back(user=user, project=project, trace_id=trace.pk):
+    if held_back is None:
+        held_back = anchoring_holds_back(user=user, project=project, trace_id=trace.pk)
+    if held_back:
         qs = anchoring_filter(project=project, qs=qs)
     return (
         qs.exclude(rater__user_id=user.pk)

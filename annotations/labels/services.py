@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from annotations.labels import sql
 from annotations.labels.attribution import attribution_clean, attribution_write, clean_text
-from annotations.labels.selectors import annotation_snapshot, annotation_snapshot_of
+from annotations.labels.selectors import annotation_snapshot, annotation_snapshot_of_rows
 from annotations.labels.visibility import BLIND_ROUND_STATES
 from annotations.models import (
     Annotation,
@@ -626,17 +626,4 @@ def annotation_upsert(
 
 def _locked_snapshot(locked: sql.LockedAnnotation) -> dict[str, Any]:
     """``annotation_snapshot`` of a locked annotation from its label and open code rows (one query)."""
-    annotation = locked.annotation
-    rows, codes = sql.annotation_labels_and_codes(annotation_id=annotation.pk)
-    by_id = {m.pk: m for m in version_modes(version=annotation.taxonomy_version)}
-    if any(mode_id not in by_id for mode_id, *_ in rows):  # a label outside its version: never written here
-        return annotation_snapshot(annotation=annotation)
-    rows.sort(key=lambda row: (by_id[row[0]].order, by_id[row[0]].code))
-    return annotation_snapshot_of(
-        annotation=annotation,
-        labels=[
-            (by_id[mode_id].code, decision, evidence, rationale) for mode_id, decision, evidence, rationale in rows
-        ],
-        open_codes=codes,
-        attribution=locked.attribution,
-    )
+    return annotation_snapshot_of_rows(annotation=locked.annotation, attribution=locked.attribution)

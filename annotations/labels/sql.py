@@ -90,10 +90,13 @@ class LockedAnnotation:
     attribution: dict | None
 
 
-def annotation_lock(*, trace_id: int, user_id: int, version_id: int, round_id: int | None) -> LockedAnnotation | None:
-    """My annotation of the trace (None when there is none yet), ``SELECT ... FOR UPDATE`` on its row."""
+def annotation_lock(
+    *, trace_id: int, user_id: int, version_id: int, round_id: int | None, for_update: bool = True
+) -> LockedAnnotation | None:
+    """My annotation of the trace (None when there is none yet), ``SELECT ... FOR UPDATE`` on its row
+    (a page view that only reads it passes ``for_update=False``)."""
     round_where = "a.round_id = %s" if round_id is not None else "a.round_id IS NULL"
-    lock = sql_for_update()
+    lock = sql_for_update() if for_update else ""
     sql = (
         "SELECT a.id, a.state, a.task_success, a.notes, a.revision, a.submitted_at, a.rater_id,"  # noqa: S608
         " ra.kind, ra.name, rd.name, rd.state,"

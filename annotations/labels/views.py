@@ -10,26 +10,27 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 
+from annotations.labels.page_sql import page_mine, page_open_codes, page_target
 from annotations.labels.selectors import (
+    ROUND_QUEUE_STATES,
     annotation_empty_snapshot,
-    annotation_find,
-    annotation_snapshot,
-    open_code_list,
+    annotation_snapshot_of_rows,
     queue_counts,
     queue_next,
     queue_round_items,
     queue_trace_items,
     round_for_annotator,
-    round_of_trace_for_annotator,
     trace_annotations_visible,
 )
 from annotations.labels.services import MAX_NOTES, MAX_OPEN_CODE, MAX_OPEN_CODES, MAX_RATIONALE
+from annotations.labels.sql import annotation_lock
 from annotations.labels.visibility import anchoring_holds_back
 from taxonomy.selectors import version_modes
-from traces.projects.selectors import project_get_for_user, user_can
-from traces.viewer.selectors import trace_get, trace_viewer_context
+from traces.projects.selectors import project_access_check, project_get_for_user, user_can
+from traces.viewer.selectors import trace_viewer_context
 
 STATUSES = [("", "All"), ("todo", "To do"), ("draft", "In progress"), ("submitted", "Done")]
 
@@ -93,13 +94,42 @@ def queue_next_page(request):
     return redirect(_workspace_url(target.project_slug, target.trace_id, target.round_id))
 
 
+# published version id -> (what the mode list was rendered from, the HTML). Published versions are
+# immutable (taxonomy.selectors keeps their modes for the life of the process likewise), and the
+# list is the same for every trace: ~14 modes x a dozen variables and filters, a third of the
+# page's template time, rendered once.
+_MODES_HTML: dict[int, tuple[tuple, str]] = {}
+
+
+def _modes_html(*, version, modes: list) -> str:
+    key = (version.label, tuple(m.pk for m in modes))
+    cached = _MODES_HTML.get(version.pk) if version.is_published else None
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    categories = [(category, list(items)) for category, items in groupby(modes, key=lambda m: m.category)]
+    html = render_to_string(
+        "annotations/labels/_modes.html",
+        {"categories": categories, "version": version, "config": {"limits": {"rationale": MAX_RATIONALE}}},
+    )
+    if version.is_published:
+        _MODES_HTML[version.pk] = (key, html)
+    return html
+
+
 @login_required
 def workspace(request, slug, pk):
-    project, role = project_get_for_user(user=request.user, slug=slug, capability="view")
+    # The project, its version, my role and the trace in one statement; my round elsewhere and
+    # whether I submitted in one more; my annotation, its labels and open codes in two
+    # (annotations.labels.page_sql and .sql: plain SQL, the same checks as the ORM selectors).
+    pk = pk if pk < 2**63 else None  # beyond bigint: no such trace, not a database error
+    project, role, trace = page_target(slug=slug, user_id=request.user.pk, trace_id=pk)
+    role = project_access_check(user=request.user, project=project, role=role, capability="view")
     if not user_can(user=request.user, project=project, capability="annotate"):
         raise PermissionDenied("Viewers can read traces but not label them.")
-    trace = trace_get(project=project, pk=pk)
+    if trace is None:
+        raise Http404("No such trace in this project.")
     round = None
+    elsewhere, submitted = page_mine(trace_id=trace.pk, user_id=request.user.pk, round_states=ROUND_QUEUE_STATES)
     if request.GET.get("round"):
         raw = request.GET["round"]
         round = round_for_annotator(user=request.user, project=project, round_id=int(raw)) if raw.isdigit() else None
@@ -107,16 +137,31 @@ def workspace(request, slug, pk):
             raise Http404("No such round among yours in this project.")
         version = round.taxonomy_version
     else:
-        mine = round_of_trace_for_annotator(user=request.user, trace=trace)
-        if mine is not None:  # my round work on this trace happens inside the round
-            return redirect(_workspace_url(slug, trace.pk, mine.pk))
+        if elsewhere is not None:  # my round work on this trace happens inside the round
+            return redirect(_workspace_url(slug, trace.pk, elsewhere))
         version = project.taxonomy_version
         if version is None:
             raise Http404("This project has no taxonomy version to label with.")
-    annotation = annotation_find(trace=trace, user=request.user, taxonomy_version=version, round=round)
-    snapshot = annotation_snapshot(annotation=annotation) if annotation else annotation_empty_snapshot()
+    mine = annotation_lock(
+        trace_id=trace.pk,
+        user_id=request.user.pk,
+        version_id=version.pk,
+        round_id=round.pk if round else None,
+        for_update=False,
+    )
+    annotation = None
+    if mine is not None:
+        annotation = mine.annotation
+        annotation.trace, annotation.taxonomy_version = trace, version
+        if round is not None:
+            annotation.round = round
+        snapshot = annotation_snapshot_of_rows(annotation=annotation, attribution=mine.attribution)
+    else:
+        snapshot = annotation_empty_snapshot()
+    held_back = anchoring_holds_back(
+        user=request.user, project=project, trace_id=trace.pk, role=role, submitted=submitted
+    )
     modes = version_modes(version=version)
-    categories = [(category, list(items)) for category, items in groupby(modes, key=lambda m: m.category)]
     others = [
         {
             "rater": a.rater.name,
@@ -124,7 +169,7 @@ def workspace(request, slug, pk):
             "suggestion": a.round_id is None and a.rater.kind != "human",
             "labels": {lab.mode.code: {"decision": lab.decision, "rationale": lab.rationale} for lab in a.labels.all()},
         }
-        for a in trace_annotations_visible(user=request.user, project=project, trace=trace)
+        for a in trace_annotations_visible(user=request.user, project=project, trace=trace, held_back=held_back)
         if a.taxonomy_version_id == version.pk
     ]
     query = f"?round={round.pk}" if round else ""
@@ -140,7 +185,7 @@ def workspace(request, slug, pk):
         "snapshot": snapshot,
         "modes": [m.code for m in modes],
         "others": others,
-        "openCodes": list(open_code_list(project=project, user=request.user).values_list("name", flat=True)[:500]),
+        "openCodes": page_open_codes(project_id=project.pk, user_id=request.user.pk, role=role),
         "limits": {
             "rationale": MAX_RATIONALE,
             "notes": MAX_NOTES,
@@ -155,13 +200,12 @@ def workspace(request, slug, pk):
         "nav": "queue",
         "round": round,
         "version": version,
-        "categories": categories,
+        "modes_html": _modes_html(version=version, modes=modes),
         "config": config,
         "snapshot": snapshot,
         "has_suggestions": any(o["suggestion"] for o in others),
         # Says that peers' labels exist only where the blind rule would show them anyway.
-        "held_back": anchoring_holds_back(user=request.user, project=project, trace_id=trace.pk)
-        and not (round and round.state in ("draft", "open")),
+        "held_back": held_back and not (round and round.state in ("draft", "open")),
         **trace_viewer_context(trace=trace),
     }
     return render(request, "annotations/labels/workspace.html", context)

@@ -65,7 +65,9 @@ def trace_is_blind(*, trace_id: int) -> bool:
     return RoundTrace.objects.filter(trace_id=trace_id, round__state__in=BLIND_ROUND_STATES).exists()
 
 
-def anchoring_holds_back(*, user, project: Project, trace_id: int, role: str | None = None) -> bool:
+def anchoring_holds_back(
+    *, user, project: Project, trace_id: int, role: str | None = None, submitted: bool | None = None
+) -> bool:
     """Anti-anchoring, on top of the blind rule: an annotator sees other raters' labels on a trace
     only once she has submitted her own annotation of it (any version or round), so that what she
     decides is her own reading, not a reaction to a peer's. Until then they are held back.
@@ -74,10 +76,14 @@ def anchoring_holds_back(*, user, project: Project, trace_id: int, role: str | N
     non-human suggestions outside rounds (LLM judge, baseline, imported sources) show at once;
     humans' labels (e.g. from a closed round she was not in) still wait for her submission.
     Managers and viewers are not held back: managers adjudicate, viewers do not label.
+    ``submitted``: whether she has submitted an annotation of the trace, when the caller read it
+    already (``annotations.labels.page_sql.page_mine``).
     """
     role = role or project_role(user=user, project=project)
     if role != Membership.Role.ANNOTATOR:
         return False
+    if submitted is not None:
+        return not submitted
     return not Annotation.objects.filter(
         trace_id=trace_id, rater__user_id=user.pk, state=Annotation.State.SUBMITTED
     ).exists()
