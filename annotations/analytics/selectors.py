@@ -1,11 +1,13 @@
 """Reads for the analytics dashboard: a compact trace x mode label matrix, aggregated in SQL.
 
-Labels are folded per (trace, round) or per annotation into two integers in the database
-(``present`` and ``known`` bit masks over the version's modes, ``SUM(CASE ...)``), so 10,000
-traces x 14 modes arrive as ~10,000 small rows and become a numpy matrix without a Python loop
-over labels. Labels of other taxonomy versions are carried to the target version (default: the
-project's working version) through the recorded mappings, and the matrix says how many labels
-came from which version and how many could not be mapped (``LabelMatrix.mapping``).
+Labels arrive folded per (round, trace) or per annotation into two integers (``present`` and
+``known`` bit masks over the version's modes): agreed labels from the trigger-kept ``AgreedMask``
+rows (``annotations.rounds.agreed``), a rater's labels by ``SUM(CASE ...)`` in SQL, so 10,000 traces
+x 14 modes arrive as ~10,000 small rows; the mapping across versions and the fold run over numpy
+arrays (``agreed_fold_arrays``), without a Python loop over rows or labels. Labels of other taxonomy
+versions are carried to the target version (default: the project's working version) through the
+recorded mappings, and the matrix says how many labels came from which version and how many could
+not be mapped (``LabelMatrix.mapping``).
 
 Which labels: ``"agreed"`` = the project's agreed labels (``annotations.rounds.agreed``: the
 consensus of closed rounds), visible to every member; or one rater's submitted labels, filtered
@@ -25,11 +27,10 @@ from django.db.models import Count, Max, Q
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Annotation, ModeLabel, Rater
 from annotations.rounds.agreed import (
-    agreed_adjudications,
-    agreed_fold,
-    agreed_label_masks,
+    MaskArrays,
+    agreed_fold_arrays,
     agreed_labels_stamp,
-    agreed_versions,
+    agreed_mask_arrays,
     mask_sum,
 )
 from taxonomy.mapping import VersionMapper, mappings_fingerprint
@@ -167,14 +168,9 @@ def label_matrix(
     for k, v in filters.items():
         trace_q &= Q(**{f"{k}__in": v})
 
+    trace_ids = Trace.objects.filter(trace_q, project=project).values("id") if filters else None
     if source == AGREED:
-        adjudications = agreed_adjudications(project=project)
-        if filters:
-            adjudications = adjudications.filter(
-                trace_id__in=Trace.objects.filter(trace_q, project=project).values("id")
-            )
-        modes = versions_mode_codes(version_ids=agreed_versions(project=project) | {target.pk})
-        rows = agreed_label_masks(adjudications=adjudications, modes=modes)
+        masks = agreed_mask_arrays(project=project, trace_ids=trace_ids, extra_versions={target.pk})
         label = "Agreed labels (closed rounds)"
     else:
         try:
@@ -184,8 +180,8 @@ def label_matrix(
         visible = annotations_visible_to(user=user, project=project).filter(
             rater_id=rater_id, state=Annotation.State.SUBMITTED
         )
-        if filters:
-            visible = visible.filter(trace_id__in=Trace.objects.filter(trace_q, project=project).values("id"))
+        if trace_ids is not None:
+            visible = visible.filter(trace_id__in=trace_ids)
         versions = set(visible.values_list("taxonomy_version_id", flat=True).distinct()) | {target.pk}
         modes = versions_mode_codes(version_ids=versions)
         per_annotation = list(
@@ -201,14 +197,14 @@ def label_matrix(
         )
         # the latest annotation wins per mode, as the latest closed round does for agreed labels
         rows = [r[:5] for r in sorted(per_annotation, key=lambda r: (r[5], r[1]))]
+        masks = MaskArrays.from_rows(rows, {vid: [c for _m, c in ms] for vid, ms in modes.items()})
         rater = Rater.objects.filter(pk=rater_id).values_list("name", flat=True).first() or "rater"
         label = f"Labels of {rater}"
 
     target_modes = version_modes(version=target)
     target_codes = [m.code for m in target_modes]
     mapper = VersionMapper(target, codes=target_codes)
-    folded = agreed_fold(rows, modes=modes, mapper=mapper)
-    P, K = folded.present, folded.known
+    folded = agreed_fold_arrays(masks, mapper=mapper)
 
     traces = list(
         Trace.objects.filter(trace_q, project=project)
@@ -218,14 +214,19 @@ def label_matrix(
         )
         .iterator(chunk_size=FETCH_ROWS)  # a few large fetches instead of one per 100 rows
     )
-    traces = [t for t in traces if t[0] in K and K[t[0]]]
+    all_ids = np.fromiter((t[0] for t in traces), dtype=np.int64, count=len(traces))
+    at = np.minimum(np.searchsorted(folded.trace_ids, all_ids), max(len(folded.trace_ids) - 1, 0))
+    labelled = (
+        (folded.trace_ids[at] == all_ids) & (folded.known[at] != 0) if len(folded.trace_ids) else all_ids != all_ids
+    )
+    traces = [t for t, keep in zip(traces, labelled.tolist(), strict=True) if keep]
     n, m = len(traces), len(target_codes)
-    ids = np.fromiter((t[0] for t in traces), dtype=np.int64, count=n)
-    pk = np.fromiter((P[t[0]] for t in traces), dtype=np.int64, count=n)
-    kk = np.fromiter((K[t[0]] for t in traces), dtype=np.int64, count=n)
-    bits = np.arange(m, dtype=np.int64)
-    known = ((kk[:, None] >> bits) & 1).astype(bool)
-    present = ((pk[:, None] >> bits) & 1).astype(float)
+    ids = all_ids[labelled]
+    pk = folded.present[at[labelled]]
+    kk = folded.known[at[labelled]]
+    bits = np.arange(m, dtype=np.uint64)
+    known = ((kk[:, None] >> bits) & np.uint64(1)).astype(bool)
+    present = ((pk[:, None] >> bits) & np.uint64(1)).astype(float)
     X = np.where(known, present, np.nan) if n else np.zeros((0, m))
 
     cats = list(Category.objects.filter(version=target).order_by("order", "code").values_list("code", "name"))
