@@ -21,8 +21,11 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.contrib.postgres.aggregates import StringAgg
 from django.core.cache import cache
-from django.db.models import Count, Max, Q
+from django.db import connection
+from django.db.models import Count, F, Max, Q, QuerySet, TextField, Value
+from django.db.models.functions import Cast, Coalesce
 
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Annotation, ModeLabel, Rater
@@ -39,7 +42,6 @@ from taxonomy.selectors import version_modes, versions_mode_codes
 from traces.models import Project, Trace
 
 AGREED = "agreed"
-FETCH_ROWS = 20_000
 FILTER_FIELDS = ("mas_name", "llm_name", "benchmark")
 
 
@@ -152,6 +154,39 @@ def labels_fingerprint(
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+SEP = "\x1f"  # ASCII unit separator between the values of one column (see ``trace_columns``)
+
+
+def trace_columns(qs: QuerySet, fields: dict[str, type]) -> dict[str, np.ndarray]:
+    """``fields`` (name -> int, float or str; ``id`` among them) of the rows of ``qs`` as one numpy
+    array per field, in id order.
+
+    PostgreSQL: one row holding each column as one string (``string_agg``, values split on
+    ``SEP``): at 100,000 traces 80 ms in the database and ~30 ms here, against ~380 ms for
+    ``array_agg`` (its text arrays) or ~200 ms + 170 ms of CPU for 100,000 row tuples. A value
+    that holds ``SEP`` itself makes its column split into more parts than there are rows; that
+    is detected and the rows are read the ordinary way instead. NULL numbers become NaN.
+    Elsewhere (SQLite): the rows, transposed."""
+    if connection.vendor == "postgresql":
+        sums = {}
+        for f, kind in fields.items():
+            text = Cast(f, TextField()) if kind is not str else F(f)
+            sums[f"c_{f}"] = StringAgg(Coalesce(text, Value("NaN" if kind is float else "")), delimiter=SEP)
+        agg = qs.order_by().aggregate(n=Count("id"), **sums)
+        cols = {f: (agg[f"c_{f}"].split(SEP) if agg["n"] else []) for f in fields}
+        if all(len(v) == agg["n"] for v in cols.values()):
+            arrays = {f: np.array(cols[f], dtype=kind if kind is not int else np.int64) for f, kind in fields.items()}
+            order = np.argsort(arrays["id"], kind="stable")  # aggregates of one query see one row order
+            return {f: a[order] for f, a in arrays.items()}
+    rows = list(qs.order_by("id").values_list(*fields))
+    return {
+        f: np.array([r[i] for r in rows], dtype=kind if kind is not int else np.int64)
+        if kind is not str
+        else np.array([r[i] for r in rows], dtype=str)
+        for i, (f, kind) in enumerate(fields.items())
+    }
+
+
 def label_matrix(
     *,
     user,
@@ -206,21 +241,25 @@ def label_matrix(
     mapper = VersionMapper(target, codes=target_codes)
     folded = agreed_fold_arrays(masks, mapper=mapper)
 
-    traces = list(
-        Trace.objects.filter(trace_q, project=project)
-        .order_by("id")
-        .values_list(
-            "id", "mas_name", "llm_name", "benchmark", "n_steps", "n_agent_switches", "n_repeated_steps", "outcome"
-        )
-        .iterator(chunk_size=FETCH_ROWS)  # a few large fetches instead of one per 100 rows
+    cols = trace_columns(
+        Trace.objects.filter(trace_q, project=project),
+        {
+            "id": int,
+            "mas_name": str,
+            "llm_name": str,
+            "benchmark": str,
+            "n_steps": float,
+            "n_agent_switches": float,
+            "n_repeated_steps": float,
+            "outcome": str,
+        },
     )
-    all_ids = np.fromiter((t[0] for t in traces), dtype=np.int64, count=len(traces))
+    all_ids = cols["id"]
     at = np.minimum(np.searchsorted(folded.trace_ids, all_ids), max(len(folded.trace_ids) - 1, 0))
     labelled = (
         (folded.trace_ids[at] == all_ids) & (folded.known[at] != 0) if len(folded.trace_ids) else all_ids != all_ids
     )
-    traces = [t for t, keep in zip(traces, labelled.tolist(), strict=True) if keep]
-    n, m = len(traces), len(target_codes)
+    n, m = int(labelled.sum()), len(target_codes)
     ids = all_ids[labelled]
     pk = folded.present[at[labelled]]
     kk = folded.known[at[labelled]]
@@ -229,8 +268,8 @@ def label_matrix(
     present = ((pk[:, None] >> bits) & np.uint64(1)).astype(float)
     X = np.where(known, present, np.nan) if n else np.zeros((0, m))
 
-    cats = list(Category.objects.filter(version=target).order_by("order", "code").values_list("code", "name"))
     outcome = {"success": 1.0, "failure": 0.0}
+    cats = list(Category.objects.filter(version=target).order_by("order", "code").values_list("code", "name"))
     return LabelMatrix(
         codes=target_codes,
         names={m.code: m.name for m in target_modes},
@@ -239,13 +278,15 @@ def label_matrix(
         category_names=dict(cats),
         trace_ids=ids,
         X=X,
-        mas_name=np.array([t[1] for t in traces], dtype=object),
-        llm_name=np.array([t[2] for t in traces], dtype=object),
-        benchmark=np.array([t[3] for t in traces], dtype=object),
-        steps=np.array([t[4] for t in traces], dtype=float),
-        switches=np.array([t[5] for t in traces], dtype=float),
-        repeated=np.array([t[6] for t in traces], dtype=float),
-        success=np.array([outcome.get(t[7], np.nan) for t in traces], dtype=float),
+        # fixed-width strings, not objects: the matrix is cached, and 300,000 str objects cost
+        # ~0.2 s to pickle at 100,000 traces (a unicode array is one buffer)
+        mas_name=cols["mas_name"][labelled],
+        llm_name=cols["llm_name"][labelled],
+        benchmark=cols["benchmark"][labelled],
+        steps=cols["n_steps"][labelled],
+        switches=cols["n_agent_switches"][labelled],
+        repeated=cols["n_repeated_steps"][labelled],
+        success=np.array([outcome.get(o, np.nan) for o in cols["outcome"][labelled].tolist()], dtype=float),
         n_mapped=mapper.mapped,
         target_label=target.label,
         mapping=mapper.summary(),

@@ -34,8 +34,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.contrib.postgres.aggregates import StringAgg
 from django.db import connection
-from django.db.models import BigIntegerField, Case, Q, QuerySet, Sum, Value, When
+from django.db.models import BigIntegerField, Case, Q, QuerySet, Sum, TextField, Value, When
+from django.db.models.functions import Cast
 
 from annotations.models import Adjudication, AgreedMask, LabelsStamp, Round
 from taxonomy.mapping import VersionMapper
@@ -305,10 +307,12 @@ def agreed_mask_arrays(
     qs = AgreedMask.objects.filter(round_id__in=[pk for pk, _v, _at in ordered])
     if trace_ids is not None:
         qs = qs.filter(trace_id__in=trace_ids)
-    sql, params = qs.order_by().values_list("round_id", "trace_id", "known", "present").query.sql_with_params()
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        a = np.array(cur.fetchall(), dtype=np.int64).reshape(-1, 4)
+    # one row of four comma-separated strings (``string_agg``): at 100,000 rows a fraction of the
+    # database time of ``array_agg`` and of the CPU of 100,000 row tuples; aggregates of one
+    # query see the rows in one order, so the columns line up
+    fields = ("round_id", "trace_id", "known", "present")
+    cols = qs.order_by().aggregate(**{f: StringAgg(Cast(f, TextField()), delimiter=",") for f in fields})
+    a = np.array([np.fromstring(cols[f] or "", dtype=np.int64, sep=",") for f in fields]).T.reshape(-1, 4)
     rank = {pk: i for i, (pk, _v, _at) in enumerate(ordered)}
     version = {pk: vid for pk, vid, _at in ordered}
     round_ids = a[:, 0]
