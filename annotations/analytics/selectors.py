@@ -173,9 +173,14 @@ def trace_columns(qs: QuerySet, fields: dict[str, type]) -> dict[str, np.ndarray
             text = Cast(f, TextField()) if kind is not str else F(f)
             sums[f"c_{f}"] = StringAgg(Coalesce(text, Value("NaN" if kind is float else "")), delimiter=SEP)
         agg = qs.order_by().aggregate(n=Count("id"), **sums)
-        cols = {f: (agg[f"c_{f}"].split(SEP) if agg["n"] else []) for f in fields}
-        if all(len(v) == agg["n"] for v in cols.values()):
-            arrays = {f: np.array(cols[f], dtype=kind if kind is not int else np.int64) for f, kind in fields.items()}
+        arrays = {}
+        for f, kind in fields.items():
+            text = agg[f"c_{f}"] if agg["n"] else ""
+            if kind is str:
+                arrays[f] = np.array(text.split(SEP) if agg["n"] else [], dtype=str)
+            else:  # parsed in C; a short result (a value it cannot read) falls back below
+                arrays[f] = np.fromstring(text, dtype=np.int64 if kind is int else float, sep=SEP)
+        if all(len(v) == agg["n"] for v in arrays.values()):
             order = np.argsort(arrays["id"], kind="stable")  # aggregates of one query see one row order
             return {f: a[order] for f, a in arrays.items()}
     rows = list(qs.order_by("id").values_list(*fields))

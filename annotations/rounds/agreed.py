@@ -313,12 +313,13 @@ def agreed_mask_arrays(
     fields = ("round_id", "trace_id", "known", "present")
     cols = qs.order_by().aggregate(**{f: StringAgg(Cast(f, TextField()), delimiter=",") for f in fields})
     a = np.array([np.fromstring(cols[f] or "", dtype=np.int64, sep=",") for f in fields]).T.reshape(-1, 4)
-    rank = {pk: i for i, (pk, _v, _at) in enumerate(ordered)}
-    version = {pk: vid for pk, vid, _at in ordered}
-    round_ids = a[:, 0]
-    order = np.argsort(np.fromiter((rank[r] for r in round_ids.tolist()), dtype=np.int64, count=len(a)), kind="stable")
-    a = a[order]
-    vids = np.fromiter((version[r] for r in a[:, 0].tolist()), dtype=np.int64, count=len(a))
+    # per row: its round's closing rank and version, looked up in arrays sorted by round id
+    by_pk = sorted((pk, i, vid) for i, (pk, vid, _at) in enumerate(ordered))
+    pks = np.array([r[0] for r in by_pk], dtype=np.int64)
+    at = np.searchsorted(pks, a[:, 0])
+    rank = np.array([r[1] for r in by_pk], dtype=np.int64)[at]
+    a = a[np.argsort(rank, kind="stable")]
+    vids = np.array([r[2] for r in by_pk], dtype=np.int64)[np.searchsorted(pks, a[:, 0])]
     return MaskArrays(a[:, 1], vids, a[:, 2].astype(np.uint64), a[:, 3].astype(np.uint64), layouts)
 
 
