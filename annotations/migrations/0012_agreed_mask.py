@@ -31,7 +31,7 @@ LOCK = f"""INSERT INTO {STAMP} (project_id, version)
     SELECT DISTINCT project_id, 0 FROM annotations_round WHERE id = ANY(round_ids)
     ON CONFLICT (project_id) DO NOTHING;
   PERFORM 1 FROM {STAMP} WHERE project_id IN (SELECT project_id FROM annotations_round WHERE id = ANY(round_ids))
-    ORDER BY project_id FOR UPDATE;"""
+    ORDER BY project_id FOR UPDATE;"""  # noqa: S608 - our own table names, no input
 
 # mode id -> its bit (1 << position among its version's modes in id order), for the given versions
 BITS = """(SELECT id, version_id,
@@ -122,7 +122,7 @@ BEGIN
   DELETE FROM {MASK};
   RETURN NULL;
 END $$ LANGUAGE plpgsql;
-"""
+"""  # noqa: S608 - our own table names, no input
 
 REFERENCING = {
     "INSERT": "REFERENCING NEW TABLE AS mask_new",
@@ -170,7 +170,8 @@ def forwards(apps, schema_editor):
     schema_editor.execute(PG_FUNCTIONS, params=None)
     for name, table, op, referencing, function in TRIGGERS:
         schema_editor.execute(
-            f"CREATE TRIGGER {name} AFTER {op} ON {table} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {function}()",
+            f"CREATE TRIGGER {name} AFTER {op} ON {table} {referencing} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION {function}()",
             params=None,
         )
     # the rows of the adjudications already there
