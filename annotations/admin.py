@@ -4,6 +4,7 @@ from django.contrib import admin
 
 from annotations.models import (
     Adjudication,
+    AgreedMask,
     AgreementReport,
     Annotation,
     AnnotationEvent,
@@ -94,6 +95,24 @@ class LabelsStampAdmin(admin.ModelAdmin):
     """Read-only: database triggers keep it (an edit by hand could make a stale cache look fresh)."""
 
     list_display = ["project_id", "version"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AgreedMask)
+class AgreedMaskAdmin(admin.ModelAdmin):
+    """Read-only: database triggers keep it (migration 0012); an edit by hand would make the
+    dashboard disagree with the adjudications."""
+
+    list_display = ["round", "trace_id", "known", "present"]
+    list_select_related = ["round"]
 
     def has_add_permission(self, request):
         return False

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 
+import numpy as np
+
 from taxonomy.models import CrossMapping, ModeMapping, TaxonomyVersion
 from taxonomy.selectors import version_modes
 
@@ -168,6 +170,63 @@ def map_codes(values: dict[str, int | None], steps: list[Step]) -> dict[str, int
     return values
 
 
+MAX_BITS = 64
+
+
+def _bit(i: int) -> np.uint64:
+    if i >= MAX_BITS:
+        raise ValueError(f"a label mask holds at most {MAX_BITS} modes; this mapping step has more")
+    return np.uint64(1 << i)
+
+
+def popcount(a: np.ndarray) -> int:
+    """Set bits over a whole uint64 array."""
+    return int(np.bitwise_count(a).sum()) if len(a) else 0
+
+
+def map_masks(
+    codes: list[str], known: np.ndarray, present: np.ndarray, steps: list[Step]
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``map_codes`` for many label patterns at once (pure): bit i of ``known``/``present``
+    (uint64 arrays, one element per pattern) is ``codes[i]``; returns the last step's codes and
+    the decided / present masks over them. Same rules as ``map_codes``, per new code: present when
+    a non-split contributor is present; absent when it has contributors with a value, no added
+    mode, and all of them are known absent; otherwise (a value reached it) unknown. Between steps
+    a third mask (``has``) tracks codes that got a value, unknown included."""
+    has, known, present = known.copy(), known.copy(), present.copy()
+    cur = list(codes)
+    zero = np.uint64(0)
+    for step in steps:
+        pos = {c: i for i, c in enumerate(cur)}
+        contrib: dict[str, list] = {}  # new code -> [mask of contributors, non-split ones, has an added mode]
+        for old, new, kind in step:
+            if not new:
+                continue
+            entry = contrib.setdefault(new, [0, 0, False])
+            if not old:
+                entry[2] = True
+                continue
+            i = pos.get(old)
+            if i is None:
+                continue
+            entry[0] |= 1 << i
+            if kind != K.SPLIT:
+                entry[1] |= 1 << i
+        absent = known & ~present
+        n_has, n_known, n_present = (np.zeros_like(known) for _ in range(3))
+        for j, (all_m, ns_m, added) in enumerate(contrib.values()):
+            b, all_m, ns_m = _bit(j), np.uint64(all_m), np.uint64(ns_m)
+            reached = has & all_m
+            any1 = (present & ns_m) != zero
+            got = np.ones(len(has), dtype=bool) if added else reached != zero
+            all0 = np.zeros(len(has), dtype=bool) if added else (reached != zero) & ((absent & all_m) == reached)
+            n_has |= np.where(got, b, zero)
+            n_present |= np.where(any1, b, zero)
+            n_known |= np.where(any1 | all0, b, zero)
+        has, known, present, cur = n_has, n_known, n_present, list(contrib)
+    return cur, known, present
+
+
 def reach(steps: list[Step]) -> dict[str, set[str]]:
     """source code -> the target codes it reaches through ``steps`` (pure); codes of the first
     step's old side that reach nothing map to an empty set."""
@@ -300,6 +359,54 @@ class VersionMapper:
         self.kinds.update(kinds)
         return dict(out)
 
+    def map_masks(
+        self, version_id: int, codes: list[str], known: np.ndarray, present: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``map`` for many patterns of one source version at once (``taxonomy.mapping.map_masks``):
+        bit i of ``known``/``present`` (uint64) is ``codes[i]``; returns (known, present) over
+        ``self.codes``, decided values only, and adds to the counts exactly what calling ``map``
+        once per pattern would add."""
+        n = len(known)
+        if not n:
+            return known.copy(), present.copy()
+        counts = self.by_version[version_id]
+        n_known = popcount(known)
+        counts.labels += n_known
+        bit_of = {c: j for j, c in enumerate(self.codes)}
+        if version_id == self.target.pk:
+            counts.mapped += n_known
+            return _place(codes, known, bit_of), _place(codes, present, bit_of)
+        steps = self.steps(version_id)
+        if steps is None:
+            self.unmappable += n_known
+            counts.no_path += n_known
+            return np.zeros_like(known), np.zeros_like(known)
+        out_codes, k2, p2 = map_masks(codes, known, present, steps)
+        out_bit = {c: j for j, c in enumerate(out_codes)}
+        reached = self._reach.get(version_id, {})
+        one, zero = np.uint64(1), np.uint64(0)
+        for i, code in enumerate(codes):
+            has = (known >> np.uint64(i)) & one
+            targets = reached.get(code, set())
+            if not targets:
+                counts.dropped += int(has.sum())
+                continue
+            r = np.uint64(sum(1 << out_bit[t] for t in targets if t in out_bit))
+            ok = (k2 & r) != zero
+            counts.mapped += int(has[ok].sum())
+            counts.unknown += int(has[~ok].sum())
+        self.mapped += popcount(k2)
+        src_bit = {c: i for i, c in enumerate(codes)}
+        for step in steps:
+            for old, _new, kind in step:
+                i = src_bit.get(old)
+                if i is not None:
+                    hits = int(((known >> np.uint64(i)) & one).sum())
+                    if hits:
+                        self.kinds[kind] += hits
+        self.sources.add(version_id)
+        return _place(out_codes, k2, bit_of), _place(out_codes, p2, bit_of)
+
     def reached(self, version_id: int) -> dict[str, set[str]]:
         """source code -> the target codes it reaches (empty for the target and unconnected versions)."""
         self.steps(version_id)
@@ -322,3 +429,16 @@ class VersionMapper:
             for vid in ids
         ]
         return sorted(rows, key=lambda r: (not r["is_target"], r["version"]))
+
+
+def _place(codes: list[str], masks: np.ndarray, bit_of: dict[str, int]) -> np.ndarray:
+    """Masks with bit i = ``codes[i]`` rearranged to bit ``bit_of[code]``; codes not there drop out."""
+    if [bit_of.get(c) for c in codes] == list(range(len(codes))):
+        return masks.copy()
+    out = np.zeros_like(masks)
+    one = np.uint64(1)
+    for i, c in enumerate(codes):
+        j = bit_of.get(c)
+        if j is not None:
+            out |= ((masks >> np.uint64(i)) & one) << np.uint64(j)
+    return out

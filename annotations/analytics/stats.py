@@ -104,14 +104,21 @@ def category_distribution(X: np.ndarray, column_categories: list[str], categorie
     ]
 
 
+def _group_masks(groups) -> list[tuple]:
+    """(group value, row mask) per distinct value, the empty value last, others by name. Kept in
+    the array's own dtype: a unicode array (``label_matrix``'s) compares in C, where an object
+    array compared element by element in Python (100,000 rows x 7 groups)."""
+    arr = np.asarray(groups)
+    return [(g, arr == g) for g in sorted(set(arr.tolist()), key=lambda v: (v == "", str(v)))]
+
+
 def per_group(X: np.ndarray, groups: np.ndarray, column_categories: list[str], categories: list[str]) -> list[dict]:
     """Per group (framework): traces, failures, failures per trace, failure rate (traces with at
     least one failure), and failures per category (the paper's failures-per-system figure)."""
-    groups = np.asarray(groups, dtype=object)
     cols = np.asarray(column_categories)
     out = []
-    for g in sorted(set(groups.tolist()), key=lambda v: (v == "", str(v))):
-        rows = X[groups == g]
+    for g, m in _group_masks(groups):
+        rows = X[m]
         n = rows.shape[0]
         present = rows == 1
         failures = int(present.sum())
@@ -232,10 +239,8 @@ def efficiency(
 ) -> list[dict]:
     """Per group: mean steps, agent switches and repeated steps per trace beside correctness
     (failure rate from the labels; task success rate where the outcome is known)."""
-    groups = np.asarray(groups, dtype=object)
     out = []
-    for g in sorted(set(groups.tolist()), key=lambda v: (v == "", str(v))):
-        m = groups == g
+    for g, m in _group_masks(groups):
         n = int(m.sum())
         s = success[m]
         known = ~np.isnan(s)

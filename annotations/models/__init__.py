@@ -6,6 +6,7 @@ from annotations.models.labels import Annotation, AnnotationEvent, ModeLabel, Op
 from annotations.models.releases import Release, ReleaseFile, ReleasePolicy
 from annotations.models.rounds import (
     Adjudication,
+    AgreedMask,
     AgreementReport,
     DisagreementComment,
     LabelsStamp,
@@ -17,6 +18,7 @@ from annotations.models.rounds import (
 __all__ = [
     "AgreementReport",
     "Adjudication",
+    "AgreedMask",
     "Annotation",
     "Attribution",
     "AttributionDecision",

@@ -155,3 +155,31 @@ class LabelsStamp(models.Model):
         "traces.Project", primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
     )
     version = models.BigIntegerField(default=0)
+
+
+class AgreedMask(models.Model):
+    """One (round, trace)'s consensus folded into bit masks: the input of the agreed-labels fold
+    (``annotations.rounds.agreed``), so a cold dashboard reads one small row per (round, trace)
+    instead of aggregating every adjudication.
+
+    Maintained only by PostgreSQL triggers (migration 0012), never by code: any write to
+    ``annotations_adjudication`` (services, admin, imports, COPY, cascades) recomputes the
+    (round, trace) pairs it touched from the adjudication rows; a change to a version's modes or
+    to a round's version recomputes the rounds concerned. The round's state is not in the row
+    (closing or reopening a round changes nothing here): readers pick the closed rounds.
+
+    Bit i of each mask is the i-th mode of the round's taxonomy version **in id order**
+    (``agreed_mask_layout``), not display order, so editing a mode's code, order or category
+    leaves the bits alone. ``known``: the modes decided; ``present``/``unanimous``/``majority``:
+    those decided present / with that basis. SQLite has no triggers for it: readers there fold
+    the adjudications from scratch (``agreed_masks_maintained``)."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="+")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")
+    present = models.BigIntegerField()
+    known = models.BigIntegerField()
+    unanimous = models.BigIntegerField()
+    majority = models.BigIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "trace"], name="agreed_mask_unique")]

@@ -115,12 +115,13 @@ def test_outsider_gets_404(client, project, outsider, data):
 def test_dashboard_query_count_is_pinned(client, project, manager, data, django_assert_num_queries):
     client.force_login(manager)
     client.get(url(project, mas_name="AG2"))  # warm the session; another filter, so nothing is cached for the next
-    # 18: the project version's modes are cached by version_modes since the first request; the
+    # 17: the project version's modes are cached by version_modes since the first request; the
     # target version's choices (the version graph: 2, the versions: 1), the mappings' fingerprint (1),
-    # and the versions once more for the mapping-counts block; the closed rounds' order and
-    # versions (1: the round rows, not a join and MAX(closed_at) per label group); the filter
+    # and the versions once more for the mapping-counts block; the agreed labels in 3: the closed
+    # rounds (order and versions), their versions' bit layouts, the AgreedMask rows (one per
+    # round and trace, kept by triggers: no aggregate over adjudications); the filter
     # choices come from the cache the first request filled (keyed on the traces' count and last id)
-    with django_assert_num_queries(18):
+    with django_assert_num_queries(17):
         resp = client.get(url(project, a="mas_name:ChatDev", b="llm_name:claude"))
     assert resp.status_code == 200
 
