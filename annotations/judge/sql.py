@@ -19,12 +19,15 @@ from decimal import Decimal
 
 from django.db import connection
 
+from annotations.judge.prompting import StepIn
 from annotations.labels.bulk import sql_fetchone as _fetchone
 from annotations.labels.bulk import sql_for_update as _for_update
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, ProviderConnection
-from traces.models import Trace
+from traces.models import Step, Trace
 
-ITEM, RUN, TRACE, CACHE, CONN = (m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache, ProviderConnection))
+ITEM, RUN, TRACE, CACHE, CONN, STEP = (
+    m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache, ProviderConnection, Step)
+)
 
 
 LOAD_ITEM = (
@@ -85,3 +88,19 @@ def cached_answer(key: str) -> str | None:
     """The raw answer cached under this key, or None."""
     row = _fetchone(f"SELECT raw_answer FROM {CACHE} WHERE key = %s", [key])  # noqa: S608
     return None if row is None else row[0]
+
+
+def trace_steps(trace_id: int) -> list[StepIn]:
+    """A trace's steps as the prompt shows them (``selectors.trace_steps``, without the ORM)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT "index", agent, kind, content FROM {STEP} WHERE trace_id = %s ORDER BY "index"',  # noqa: S608
+            [trace_id],
+        )
+        rows = cursor.fetchall()
+    if not rows:  # a trace without parsed steps: its raw text as one step
+        raw = _fetchone(f"SELECT raw_text FROM {TRACE} WHERE id = %s", [trace_id])  # noqa: S608
+        if raw is None:
+            raise Trace.DoesNotExist(f"trace {trace_id} does not exist")
+        return [StepIn(0, "", "log", raw[0])]
+    return [StepIn(*r) for r in rows]

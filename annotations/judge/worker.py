@@ -39,8 +39,7 @@ from annotations.judge.attribution import judge_attribution_write
 from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.secrets import secret_decrypt
-from annotations.judge.selectors import trace_steps
-from annotations.labels.bulk import machine_annotation_upsert, sql_insert, sql_update
+from annotations.labels.bulk import machine_annotation_write, sql_insert, sql_update
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, Rater
 from taxonomy.models import FailureMode
 from taxonomy.selectors import version_modes
@@ -258,7 +257,7 @@ def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Disp
     version = run.taxonomy_version
     modes = version_modes(version=version)
     codes = [m.code for m in modes]
-    steps = trace_steps(item.trace_id)
+    steps = judge_sql.trace_steps(item.trace_id)
     provider = provider_get(run.provider)
     few = [prompting.FewShot(f["excerpt"], f["present"], f["codes"]) for f in run.prompt_extras.get("few_shot", [])]
     messages, trunc = provider.build_messages(
@@ -502,7 +501,7 @@ def _write_result(
             )
             for m in answer.modes
         ]
-        ann_id = machine_annotation_upsert(
+        ann_id, fresh = machine_annotation_write(
             trace_id=item.trace_id,
             rater_id=run.rater_id,
             version_id=run.taxonomy_version_id,
@@ -510,7 +509,7 @@ def _write_result(
             source=source,
             labels=labels,
         )
-        judge_attribution_write(annotation_id=ann_id, trace_id=item.trace_id, answer=answer.attribution)
+        judge_attribution_write(annotation_id=ann_id, trace_id=item.trace_id, answer=answer.attribution, fresh=fresh)
         values = {
             "state": JudgeItem.State.DONE,
             "raw_answer": raw,

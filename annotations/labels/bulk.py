@@ -16,11 +16,12 @@ else is written here:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.utils import timezone
 
 from annotations.models import Annotation, ModeLabel, Rater, Round
@@ -120,7 +121,10 @@ def sql_insert(
     (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite)."""
     if not rows:
         return []
-    quote = connection.ops.quote_name
+    # The thread's connection itself, not the module-level proxy: each field adapting a value asks
+    # it for its ops several times, and every proxy access is a thread-local lookup.
+    conn = connections[DEFAULT_DB_ALIAS]
+    quote = conn.ops.quote_name
     fields = [model._meta.get_field(name) for name in rows[0]]
     columns = ", ".join(quote(f.column) for f in fields)
     one = "(" + ", ".join(["%s"] * len(fields)) + ")"
@@ -133,8 +137,8 @@ def sql_insert(
         sql += f" ON CONFLICT ({', '.join(unique)}) DO UPDATE SET {sets}"
     if returning_id:
         sql += " RETURNING id"
-    params = [f.get_db_prep_save(row[f.attname], connection) for row in rows for f in fields]
-    with connection.cursor() as cursor:
+    params = [f.get_db_prep_save(row[f.attname], conn) for row in rows for f in fields]
+    with conn.cursor() as cursor:
         cursor.execute(sql, params)
         return [r[0] for r in cursor.fetchall()] if returning_id else []
 
@@ -142,16 +146,17 @@ def sql_insert(
 def sql_update(model, pk: int, values: dict, *, increments: dict | None = None) -> int:
     """UPDATE one row: ``values`` (attname -> value) and ``increments`` (attname -> amount added to
     the column, e.g. a run's counters), each adapted by its field. Returns the rows changed (0 or 1)."""
+    conn = connections[DEFAULT_DB_ALIAS]  # see sql_insert
     fields = [model._meta.get_field(name) for name in values]
-    sets = [f"{connection.ops.quote_name(f.column)} = %s" for f in fields]
-    params = [f.get_db_prep_save(values[f.attname], connection) for f in fields]
+    sets = [f"{conn.ops.quote_name(f.column)} = %s" for f in fields]
+    params = [f.get_db_prep_save(values[f.attname], conn) for f in fields]
     for name, amount in (increments or {}).items():
         fld = model._meta.get_field(name)
-        column = connection.ops.quote_name(fld.column)
+        column = conn.ops.quote_name(fld.column)
         sets.append(f"{column} = {column} + %s")
-        params.append(fld.get_db_prep_save(amount, connection))
+        params.append(fld.get_db_prep_save(amount, conn))
     sql = f"UPDATE {model._meta.db_table} SET {', '.join(sets)} WHERE id = %s"  # noqa: S608
-    with connection.cursor() as cursor:
+    with conn.cursor() as cursor:
         cursor.execute(sql, [*params, pk])
         return cursor.rowcount
 
@@ -168,32 +173,77 @@ def machine_annotation_upsert(
     """One submitted annotation of a non-human rater per trace (round=None): a later run replaces
     the labels. ``labels`` are (mode id, decision, evidence, rationale, confidence). Returns the
     annotation's id. Call it inside the caller's transaction (the row is locked until it ends)."""
-    now = timezone.now()
-    found = sql_fetchone(
-        f"SELECT id, revision FROM {Annotation._meta.db_table}"  # noqa: S608 - table names from the models
-        f" WHERE trace_id = %s AND rater_id = %s AND taxonomy_version_id = %s AND round_id IS NULL{sql_for_update()}",
-        [trace_id, rater_id, version_id],
+    ann_id, _ = machine_annotation_write(
+        trace_id=trace_id,
+        rater_id=rater_id,
+        version_id=version_id,
+        task_success=task_success,
+        source=source,
+        labels=labels,
     )
+    return ann_id
+
+
+# The annotation of a non-human rater outside rounds: unique per (trace, rater, version) where
+# round_id IS NULL (the partial constraint annotation_unique_outside_round).
+_MACHINE_INSERT = (
+    f"INSERT INTO {Annotation._meta.db_table}"  # noqa: S608 - table names from the models
+    " (trace_id, rater_id, taxonomy_version_id, round_id, state, task_success, notes, revision, source,"
+    " created_at, updated_at, submitted_at) VALUES (%s, %s, %s, NULL, %s, %s, '', 1, %s, %s, %s, %s)"
+    " ON CONFLICT (trace_id, rater_id, taxonomy_version_id) WHERE round_id IS NULL DO NOTHING RETURNING id"
+)
+_SOURCE = Annotation._meta.get_field("source")
+# PostgreSQL: a trace's mode labels in one statement with ONE parameter (a JSON array of rows).
+# As 14 rows x 6 parameters the statement was too long for psycopg's query cache and each of
+# the 84 values was adapted one by one: the largest CPU cost of writing a judge result.
+_LABELS_FROM_JSON = (
+    f"INSERT INTO {ModeLabel._meta.db_table}"  # noqa: S608 - table names from the models
+    " (annotation_id, mode_id, decision, evidence, rationale, confidence)"
+    " SELECT %s, x.mode_id, x.decision, x.evidence, x.rationale, x.confidence"
+    " FROM jsonb_to_recordset(%s::jsonb)"
+    " AS x(mode_id integer, decision text, evidence jsonb, rationale text, confidence double precision)"
+)
+
+
+def machine_annotation_write(
+    *,
+    trace_id: int,
+    rater_id: int,
+    version_id: int,
+    task_success: str,
+    source: dict,
+    labels: list[tuple[int, str, list, str, float | None]],
+) -> tuple[int, bool]:
+    """``machine_annotation_upsert`` that also says whether the annotation is new (True: it had no
+    labels, attribution or anything else pointing at it before this transaction).
+
+    The first run over a trace (the common case) is one INSERT for the annotation and one for its
+    labels; a trace labelled before by this rater locks its annotation, drops its labels and
+    rewrites them (revision + 1)."""
+    now = timezone.now()
+    conn = connections[DEFAULT_DB_ALIAS]
+    stamp = Annotation._meta.get_field("created_at").get_db_prep_save(now, conn)
     state: str = Annotation.State.SUBMITTED
-    if found is None:
-        row = {
-            "trace_id": trace_id,
-            "rater_id": rater_id,
-            "taxonomy_version_id": version_id,
-            "round_id": None,
-            "state": state,
-            "task_success": task_success,
-            "notes": "",
-            "revision": 1,
-            "source": source,
-            "created_at": now,
-            "updated_at": now,
-            "submitted_at": now,
-        }
-        (ann_id,) = sql_insert(Annotation, [row], returning_id=True)
+    with conn.cursor() as cursor:
+        cursor.execute(
+            _MACHINE_INSERT,
+            [trace_id, rater_id, version_id, state, task_success, _SOURCE.get_db_prep_save(source, conn), *[stamp] * 3],
+        )
+        row = cursor.fetchone()
+    created = row is not None
+    if created:
+        ann_id = row[0]
     else:
+        found = sql_fetchone(
+            f"SELECT id FROM {Annotation._meta.db_table}"  # noqa: S608 - table names from the models
+            " WHERE trace_id = %s AND rater_id = %s AND taxonomy_version_id = %s AND round_id IS NULL"
+            f"{sql_for_update()}",
+            [trace_id, rater_id, version_id],
+        )
+        if found is None:  # deleted between the two statements (only possible outside PostgreSQL's locks)
+            raise RuntimeError(f"the annotation of trace {trace_id} by rater {rater_id} vanished while it was written")
         ann_id = found[0]
-        with connection.cursor() as cursor:
+        with conn.cursor() as cursor:
             cursor.execute(f"DELETE FROM {ModeLabel._meta.db_table} WHERE annotation_id = %s", [ann_id])  # noqa: S608
         values = {
             "task_success": task_success,
@@ -203,6 +253,15 @@ def machine_annotation_upsert(
             "updated_at": now,
         }
         sql_update(Annotation, ann_id, values, increments={"revision": 1})
+    if not labels:
+        return ann_id, created
+    if conn.vendor == "postgresql":
+        rows = [
+            {"mode_id": m, "decision": d, "evidence": e, "rationale": r, "confidence": c} for m, d, e, r, c in labels
+        ]
+        with conn.cursor() as cursor:
+            cursor.execute(_LABELS_FROM_JSON, [ann_id, json.dumps(rows)])
+        return ann_id, created
     sql_insert(
         ModeLabel,
         [
@@ -217,4 +276,4 @@ def machine_annotation_upsert(
             for mode_id, decision, evidence, rationale, confidence in labels
         ],
     )
-    return ann_id
+    return ann_id, created
