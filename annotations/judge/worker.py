@@ -68,6 +68,7 @@ def _policy() -> base.RetryPolicy:
         max_attempts=int(getattr(settings, "MAST_JUDGE_MAX_ATTEMPTS", 5)),
         base=float(getattr(settings, "MAST_JUDGE_BACKOFF_BASE", 0.5)),
         cap=float(getattr(settings, "MAST_JUDGE_BACKOFF_CAP", 30.0)),
+        first=float(getattr(settings, "MAST_JUDGE_BACKOFF_FIRST", 0.05)),
     )
 
 
