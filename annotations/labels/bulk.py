@@ -104,6 +104,37 @@ def sql_fetchone(sql: str, params: list) -> tuple | None:
         return cursor.fetchone()
 
 
+Statement = tuple[str, list]
+
+
+def sql_insert_statement(
+    model,
+    rows: list[dict],
+    *,
+    ignore_conflicts: bool = False,
+    returning_id: bool = False,
+    upsert: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> Statement:
+    """The INSERT of ``sql_insert`` as (sql, params), to run with ``sql_execute_batch``."""
+    # The thread's connection itself, not the module-level proxy: each field adapting a value asks
+    # it for its ops several times, and every proxy access is a thread-local lookup.
+    conn = connections[DEFAULT_DB_ALIAS]
+    quote = conn.ops.quote_name
+    fields = [model._meta.get_field(name) for name in rows[0]]
+    columns = ", ".join(quote(f.column) for f in fields)
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES {', '.join([one] * len(rows))}"  # noqa: S608
+    if ignore_conflicts:
+        sql += " ON CONFLICT DO NOTHING"
+    elif upsert is not None:
+        unique, overwrite = ([quote(model._meta.get_field(n).column) for n in names] for names in upsert)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in overwrite)
+        sql += f" ON CONFLICT ({', '.join(unique)}) DO UPDATE SET {sets}"
+    if returning_id:
+        sql += " RETURNING id"
+    return sql, [f.get_db_prep_save(row[f.attname], conn) for row in rows for f in fields]
+
+
 def sql_insert(
     model,
     rows: list[dict],
@@ -121,32 +152,17 @@ def sql_insert(
     (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite)."""
     if not rows:
         return []
-    # The thread's connection itself, not the module-level proxy: each field adapting a value asks
-    # it for its ops several times, and every proxy access is a thread-local lookup.
-    conn = connections[DEFAULT_DB_ALIAS]
-    quote = conn.ops.quote_name
-    fields = [model._meta.get_field(name) for name in rows[0]]
-    columns = ", ".join(quote(f.column) for f in fields)
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES {', '.join([one] * len(rows))}"  # noqa: S608
-    if ignore_conflicts:
-        sql += " ON CONFLICT DO NOTHING"
-    elif upsert is not None:
-        unique, overwrite = ([quote(model._meta.get_field(n).column) for n in names] for names in upsert)
-        sets = ", ".join(f"{c} = excluded.{c}" for c in overwrite)
-        sql += f" ON CONFLICT ({', '.join(unique)}) DO UPDATE SET {sets}"
-    if returning_id:
-        sql += " RETURNING id"
-    params = [f.get_db_prep_save(row[f.attname], conn) for row in rows for f in fields]
-    with conn.cursor() as cursor:
+    sql, params = sql_insert_statement(
+        model, rows, ignore_conflicts=ignore_conflicts, returning_id=returning_id, upsert=upsert
+    )
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(sql, params)
         return [r[0] for r in cursor.fetchall()] if returning_id else []
 
 
-def sql_update(model, pk: int, values: dict, *, increments: dict | None = None) -> int:
-    """UPDATE one row: ``values`` (attname -> value) and ``increments`` (attname -> amount added to
-    the column, e.g. a run's counters), each adapted by its field. Returns the rows changed (0 or 1)."""
-    conn = connections[DEFAULT_DB_ALIAS]  # see sql_insert
+def sql_update_statement(model, pk: int, values: dict, *, increments: dict | None = None) -> Statement:
+    """The UPDATE of ``sql_update`` as (sql, params), to run with ``sql_execute_batch``."""
+    conn = connections[DEFAULT_DB_ALIAS]  # see sql_insert_statement
     fields = [model._meta.get_field(name) for name in values]
     sets = [f"{conn.ops.quote_name(f.column)} = %s" for f in fields]
     params = [f.get_db_prep_save(values[f.attname], conn) for f in fields]
@@ -156,9 +172,42 @@ def sql_update(model, pk: int, values: dict, *, increments: dict | None = None) 
         sets.append(f"{column} = {column} + %s")
         params.append(fld.get_db_prep_save(amount, conn))
     sql = f"UPDATE {model._meta.db_table} SET {', '.join(sets)} WHERE id = %s"  # noqa: S608
-    with conn.cursor() as cursor:
-        cursor.execute(sql, [*params, pk])
+    return sql, [*params, pk]
+
+
+def sql_update(model, pk: int, values: dict, *, increments: dict | None = None) -> int:
+    """UPDATE one row: ``values`` (attname -> value) and ``increments`` (attname -> amount added to
+    the column, e.g. a run's counters), each adapted by its field. Returns the rows changed (0 or 1)."""
+    sql, params = sql_update_statement(model, pk, values, increments=increments)
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
         return cursor.rowcount
+
+
+def sql_execute_batch(statements: Sequence[Statement], *, rows_of: int | None = None) -> list[tuple]:
+    """Run statements in order, in ONE round trip on PostgreSQL; the rows of statement ``rows_of``.
+
+    PostgreSQL takes several statements in one query with client-side parameters (psycopg's
+    simple query protocol, Django's default cursor); they run in the caller's transaction, and
+    the first that fails raises and stops the rest. Elsewhere (SQLite) they run one by one."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    statements = [s for s in statements if s is not None]
+    if not statements:
+        return []
+    with conn.cursor() as cursor:
+        if conn.vendor != "postgresql" or len(statements) == 1:
+            rows: list[tuple] = []
+            for k, (sql, params) in enumerate(statements):
+                cursor.execute(sql, params)
+                if k == rows_of:
+                    rows = cursor.fetchall()
+            return rows
+        cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+        if rows_of is None:
+            return []
+        for _ in range(rows_of):
+            cursor.cursor.nextset()
+        return cursor.fetchall()
 
 
 def machine_annotation_upsert(
@@ -213,13 +262,15 @@ def machine_annotation_write(
     task_success: str,
     source: dict,
     labels: list[tuple[int, str, list, str, float | None]],
+    defer: list[Statement] | None = None,
 ) -> tuple[int, bool]:
     """``machine_annotation_upsert`` that also says whether the annotation is new (True: it had no
     labels, attribution or anything else pointing at it before this transaction).
 
     The first run over a trace (the common case) is one INSERT for the annotation and one for its
     labels; a trace labelled before by this rater locks its annotation, drops its labels and
-    rewrites them (revision + 1)."""
+    rewrites them (revision + 1). With ``defer``, the INSERT of the labels is appended to it for the
+    caller to run with its other statements (``sql_execute_batch``), in the same transaction."""
     now = timezone.now()
     conn = connections[DEFAULT_DB_ALIAS]
     stamp = Annotation._meta.get_field("created_at").get_db_prep_save(now, conn)
@@ -259,21 +310,24 @@ def machine_annotation_write(
         rows = [
             {"mode_id": m, "decision": d, "evidence": e, "rationale": r, "confidence": c} for m, d, e, r, c in labels
         ]
-        with conn.cursor() as cursor:
-            cursor.execute(_LABELS_FROM_JSON, [ann_id, json.dumps(rows)])
-        return ann_id, created
-    sql_insert(
-        ModeLabel,
-        [
-            {
-                "annotation_id": ann_id,
-                "mode_id": mode_id,
-                "decision": decision,
-                "evidence": evidence,
-                "rationale": rationale,
-                "confidence": confidence,
-            }
-            for mode_id, decision, evidence, rationale, confidence in labels
-        ],
-    )
+        statement: Statement = (_LABELS_FROM_JSON, [ann_id, json.dumps(rows)])
+    else:
+        statement = sql_insert_statement(
+            ModeLabel,
+            [
+                {
+                    "annotation_id": ann_id,
+                    "mode_id": mode_id,
+                    "decision": decision,
+                    "evidence": evidence,
+                    "rationale": rationale,
+                    "confidence": confidence,
+                }
+                for mode_id, decision, evidence, rationale, confidence in labels
+            ],
+        )
+    if defer is not None:
+        defer.append(statement)
+    else:
+        sql_execute_batch([statement])
     return ann_id, created
