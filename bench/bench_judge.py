@@ -213,6 +213,13 @@ def main() -> None:
             duplicates = n_ann - len(set(per_trace))
             lost = JudgeItem.objects.filter(run=run).exclude(state="done").count()
             requests = llm.n_requests - seen
+            # Where the wall time goes beyond the ideal: the start (queueing to the first request
+            # reaching the model server) and the tail (the last request sent to the run's end).
+            with llm.lock:
+                sent = llm.times[seen:]
+            t_mono = time.monotonic() - (time.perf_counter() - t)
+            first_request = sent[0] - t_mono if sent else 0.0
+            last_request = sent[-1] - t_mono if sent else 0.0
             results.append((label, elapsed, run, duplicates, lost, requests, llm.max_in_flight))
             print(
                 f"{label}: {run.n_total} traces in {elapsed:.2f} s = {elapsed / ideal:.2f}x the ideal {ideal:.2f} s "
@@ -226,6 +233,10 @@ def main() -> None:
                 f"  HTTP requests {requests} ({requests - run.n_total} retries), max in flight {llm.max_in_flight}, "
                 f"{run.n_total / elapsed:.1f} traces/s; first label after {first or 0:.2f} s "
                 f"(one answer takes {args.latency:.2f} s)"
+            )
+            print(
+                f"  start: first request reached the model server after {first_request:.2f} s; tail: the last "
+                f"request was sent at {last_request:.2f} s, {elapsed - last_request:.2f} s before the run's end"
             )
             print(
                 f"  worker CPU {cpu:.1f} s ({1000 * cpu / run.n_total:.1f} ms per trace); machine load average "

@@ -286,6 +286,7 @@ MAST_JUDGE_MAX_CHARS = env.int("MAST_JUDGE_MAX_CHARS", default=120_000)
 MAST_JUDGE_MAX_ATTEMPTS = env.int("MAST_JUDGE_MAX_ATTEMPTS", default=5)
 MAST_JUDGE_BACKOFF_BASE = env.float("MAST_JUDGE_BACKOFF_BASE", default=0.5)
 MAST_JUDGE_BACKOFF_CAP = env.float("MAST_JUDGE_BACKOFF_CAP", default=30.0)
+MAST_JUDGE_BACKOFF_FIRST = env.float("MAST_JUDGE_BACKOFF_FIRST", default=0.05)  # first retry of a 5xx/timeout
 # A claimed item's lease is the request timeout plus this; an expired lease is re-enqueued by the sweep.
 MAST_JUDGE_LEASE_SLACK = env.float("MAST_JUDGE_LEASE_SLACK", default=15.0)
 # Which environment variables a judge run may send as its API key, and to which base URLs:

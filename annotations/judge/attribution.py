@@ -25,10 +25,14 @@ from annotations.rounds.attribution import agreed_attributions
 from traces.models import Step
 
 
-def judge_attribution_write(*, annotation_id: int, trace_id: int, answer: AttributionAnswer | None) -> None:
-    """Replace the judge annotation's attribution (inside the worker's transaction)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {Attribution._meta.db_table} WHERE annotation_id = %s", [annotation_id])  # noqa: S608
+def judge_attribution_write(
+    *, annotation_id: int, trace_id: int, answer: AttributionAnswer | None, fresh: bool = False
+) -> None:
+    """Replace the judge annotation's attribution (inside the worker's transaction); ``fresh``: the
+    annotation was created in this transaction, so it has none to delete yet."""
+    if not fresh:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {Attribution._meta.db_table} WHERE annotation_id = %s", [annotation_id])  # noqa: S608
     if answer is None:
         return
     agent = answer.agent

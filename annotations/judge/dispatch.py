@@ -47,6 +47,7 @@ from django.utils import timezone
 
 from annotations.judge import sql as judge_sql
 from annotations.judge.providers import provider_get
+from annotations.labels.bulk import sql_fetchone
 from annotations.models import JudgeItem, JudgeRun
 
 BASELINE_STALE = timedelta(minutes=10)
@@ -250,15 +251,30 @@ def claim_next(run: JudgeRun, dispatcher: Dispatcher, *, tokens_in: int, tokens_
     Called inside the trace's result transaction. The budget is checked here, on the counters as
     this item saw them plus its own use: calls already in flight can overshoot it by at most
     concurrency - 1 traces."""
+    statement = claim_next_statement(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    if statement is None:
+        return False
+    return claim_handed(dispatcher, sql_fetchone(*statement))
+
+
+def claim_next_statement(run: JudgeRun, *, tokens_in: int, tokens_out: int, cost: Decimal) -> tuple[str, list] | None:
+    """``claim_next`` in two halves, for a caller that runs the claim with its other statements
+    (``labels.bulk.sql_execute_batch``): the claim's statement (None: the run is not running or its
+    budget is used up, the finish check after commit pauses or finishes it), then ``claim_handed``
+    with the row it returned."""
     run.tokens_in += tokens_in
     run.tokens_out += tokens_out
     run.cost += cost
     if run.state != JudgeRun.State.RUNNING or _budget_reached(run):
-        return False  # the finish check after commit pauses or finishes the run
-    claimed = judge_sql.claim_next(run.pk, timezone.now() + timedelta(seconds=lease_seconds(run)))
+        return None
+    return judge_sql.claim_next_statement(run.pk, timezone.now() + timedelta(seconds=lease_seconds(run)))
+
+
+def claim_handed(dispatcher: Dispatcher, claimed: tuple[int, int] | None) -> bool:
+    """The item a claim statement returned (None: nothing was pending) goes to ``dispatcher`` after commit."""
     if claimed is None:
         return False
-    pairs = [claimed]
+    pairs = [(claimed[0], claimed[1])]
     transaction.on_commit(lambda: dispatcher.items(pairs))
     return True
 

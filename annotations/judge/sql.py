@@ -19,12 +19,15 @@ from decimal import Decimal
 
 from django.db import connection
 
+from annotations.judge.prompting import StepIn
 from annotations.labels.bulk import sql_fetchone as _fetchone
 from annotations.labels.bulk import sql_for_update as _for_update
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, ProviderConnection
-from traces.models import Trace
+from traces.models import Step, Trace
 
-ITEM, RUN, TRACE, CACHE, CONN = (m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache, ProviderConnection))
+ITEM, RUN, TRACE, CACHE, CONN, STEP = (
+    m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache, ProviderConnection, Step)
+)
 
 
 LOAD_ITEM = (
@@ -37,16 +40,36 @@ LOAD_ITEM = (
 )
 
 
+STEPS = f'SELECT "index", agent, kind, content FROM {STEP} WHERE trace_id = %s ORDER BY "index"'  # noqa: S608
+STEPS_OF_ITEM = (
+    f'SELECT "index", agent, kind, content FROM {STEP}'  # noqa: S608 - table names from the models
+    f' WHERE trace_id = (SELECT trace_id FROM {ITEM} WHERE id = %s) ORDER BY "index"'
+)
+
+
 def load_item(item_id: int) -> dict | None:
-    """The item's state and claim, its trace's content hash and its run's live fields."""
-    row = _fetchone(LOAD_ITEM, [item_id])
+    """The item's state and claim, its trace's content hash and steps, and its run's live fields.
+
+    On PostgreSQL the item and its steps come in one round trip (two statements in one query)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"{LOAD_ITEM}; {STEPS_OF_ITEM}", [item_id, item_id])
+            row = cursor.fetchone()
+            cursor.cursor.nextset()
+            step_rows = cursor.fetchall()
+        else:
+            cursor.execute(LOAD_ITEM, [item_id])
+            row = cursor.fetchone()
+            step_rows = None
     if row is None:
         return None
+    steps = trace_steps(row[3], rows=step_rows)
     state, claim, run_id, trace_id, content_hash, run_state, json_mode, tokens_in, tokens_out, cost = row[:10]
     dropped, key_encrypted, key_env, conn_url = row[10:]
     if isinstance(dropped, str):  # SQLite returns JSON as text
         dropped = json.loads(dropped)
     return {
+        "steps": steps,
         "dropped_params": list(dropped or []),
         "connection_key": (key_encrypted or "", key_env or "", conn_url),
         "state": state,
@@ -68,8 +91,9 @@ def lock_item(item_id: int) -> str | None:
     return None if row is None else row[0]
 
 
-def claim_next(run_id: int, lease_until: datetime) -> tuple[int, int] | None:
-    """Claim the run's first pending item (running, a lease, claim + 1): (item id, new claim) or None.
+def claim_next_statement(run_id: int, lease_until: datetime) -> tuple[str, list]:
+    """The statement claiming the run's first pending item (running, a lease, claim + 1); it returns
+    (item id, new claim), or no row.
 
     Items locked by another transaction are skipped, so concurrent results never wait on each other."""
     sql = (
@@ -78,10 +102,30 @@ def claim_next(run_id: int, lease_until: datetime) -> tuple[int, int] | None:
         f"{_for_update(skip_locked=True)}) RETURNING id, claim"
     )
     lease = connection.ops.adapt_datetimefield_value(lease_until)
-    return _fetchone(sql, [JudgeItem.State.RUNNING, lease, run_id, JudgeItem.State.PENDING])
+    return sql, [JudgeItem.State.RUNNING, lease, run_id, JudgeItem.State.PENDING]
+
+
+def claim_next(run_id: int, lease_until: datetime) -> tuple[int, int] | None:
+    """Claim the run's first pending item: (item id, new claim) or None (``claim_next_statement``)."""
+    return _fetchone(*claim_next_statement(run_id, lease_until))
 
 
 def cached_answer(key: str) -> str | None:
     """The raw answer cached under this key, or None."""
     row = _fetchone(f"SELECT raw_answer FROM {CACHE} WHERE key = %s", [key])  # noqa: S608
     return None if row is None else row[0]
+
+
+def trace_steps(trace_id: int, *, rows: list[tuple] | None = None) -> list[StepIn]:
+    """A trace's steps as the prompt shows them (``selectors.trace_steps``, without the ORM);
+    ``rows``: its step rows, already read."""
+    if rows is None:
+        with connection.cursor() as cursor:
+            cursor.execute(STEPS, [trace_id])
+            rows = cursor.fetchall()
+    if not rows:  # a trace without parsed steps: its raw text as one step
+        raw = _fetchone(f"SELECT raw_text FROM {TRACE} WHERE id = %s", [trace_id])  # noqa: S608
+        if raw is None:
+            raise Trace.DoesNotExist(f"trace {trace_id} does not exist")
+        return [StepIn(0, "", "log", raw[0])]
+    return [StepIn(*r) for r in rows]

@@ -23,6 +23,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -36,11 +37,24 @@ from django.utils import timezone
 from annotations.judge import prompting
 from annotations.judge import sql as judge_sql
 from annotations.judge.attribution import judge_attribution_write
-from annotations.judge.dispatch import CELERY, Dispatcher, claim_next, finish_if_idle, lease_seconds, run_stop
+from annotations.judge.dispatch import (
+    CELERY,
+    Dispatcher,
+    claim_handed,
+    claim_next_statement,
+    finish_if_idle,
+    lease_seconds,
+    run_stop,
+)
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.secrets import secret_decrypt
-from annotations.judge.selectors import trace_steps
-from annotations.labels.bulk import machine_annotation_upsert, sql_insert, sql_update
+from annotations.labels.bulk import (
+    Statement,
+    machine_annotation_write,
+    sql_execute_batch,
+    sql_insert_statement,
+    sql_update_statement,
+)
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, Rater
 from taxonomy.models import FailureMode
 from taxonomy.selectors import version_modes
@@ -69,6 +83,7 @@ def _policy() -> base.RetryPolicy:
         max_attempts=int(getattr(settings, "MAST_JUDGE_MAX_ATTEMPTS", 5)),
         base=float(getattr(settings, "MAST_JUDGE_BACKOFF_BASE", 0.5)),
         cap=float(getattr(settings, "MAST_JUDGE_BACKOFF_CAP", 30.0)),
+        first=float(getattr(settings, "MAST_JUDGE_BACKOFF_FIRST", 0.05)),
     )
 
 
@@ -181,8 +196,8 @@ def _frozen_run(run_id: int) -> JudgeRun | None:
     return run
 
 
-def _load_item(item_id: int) -> tuple[JudgeItem, JudgeRun, str] | None:
-    """(item, run, trace content hash) in one query plus the per-process frozen run; None if gone.
+def _load_item(item_id: int) -> tuple[JudgeItem, JudgeRun, str, list[prompting.StepIn]] | None:
+    """(item, run, trace content hash, steps) in one round trip plus the per-process frozen run; None if gone.
 
     The run is a copy of the frozen one with its live fields (state, JSON mode, spend) from the
     database, so the task may update it in memory without touching other tasks' copies."""
@@ -198,7 +213,7 @@ def _load_item(item_id: int) -> tuple[JudgeItem, JudgeRun, str] | None:
     run.tokens_in, run.tokens_out, run.cost = row["tokens_in"], row["tokens_out"], row["cost"]
     run._connection_key = row["connection_key"]  # (key_encrypted, key_env, base_url) of its connection, live
     item = JudgeItem(pk=item_id, run_id=run.pk, trace_id=row["trace_id"], state=row["state"], claim=row["claim"])
-    return item, run, row["content_hash"]
+    return item, run, row["content_hash"], row["steps"]
 
 
 def _api_key(run: JudgeRun) -> str:
@@ -225,14 +240,14 @@ def judge_item_process(*, item_id: int, claim: int | None = None, dispatcher: Di
     loaded = _load_item(item_id)
     if loaded is None:
         return "skipped"
-    item, run, content_hash = loaded
+    item, run, content_hash, steps = loaded
     if item.state != JudgeItem.State.RUNNING or (claim is not None and item.claim != claim):
         return "skipped"  # done already, released, or a stale duplicate of a re-claimed item
     if run.state != JudgeRun.State.RUNNING:
         _release(item)
         return "stopped"
     try:
-        outcome = _process(item, run, content_hash, dispatcher)
+        outcome = _process(item, run, content_hash, steps, dispatcher)
     except JudgeStopped:
         _release(item)
         return "stopped"
@@ -254,11 +269,12 @@ def _release(item: JudgeItem) -> None:
     )
 
 
-def _process(item: JudgeItem, run: JudgeRun, content_hash: str, dispatcher: Dispatcher) -> str:
+def _process(
+    item: JudgeItem, run: JudgeRun, content_hash: str, steps: list[prompting.StepIn], dispatcher: Dispatcher
+) -> str:
     version = run.taxonomy_version
     modes = version_modes(version=version)
     codes = [m.code for m in modes]
-    steps = trace_steps(item.trace_id)
     provider = provider_get(run.provider)
     few = [prompting.FewShot(f["excerpt"], f["present"], f["codes"]) for f in run.prompt_extras.get("few_shot", [])]
     messages, trunc = provider.build_messages(
@@ -445,15 +461,27 @@ def _item_failed(
 
 
 def _hand_on(
-    run: JudgeRun, dispatcher: Dispatcher, counters: dict[str, int], *, tokens_in: int, tokens_out: int, cost: Decimal
+    run: JudgeRun,
+    dispatcher: Dispatcher,
+    counters: dict[str, int],
+    *,
+    tokens_in: int,
+    tokens_out: int,
+    cost: Decimal,
+    writes: Sequence[Statement] = (),
 ) -> bool:
-    """The end of a result transaction: claim the next item, then add this one to the run's
-    counters. The counters last: the run's row stays locked only for the commit (see _lock_item).
+    """The end of a result transaction: the item's own ``writes``, the claim of the next item,
+    then this one added to the run's counters, in one round trip (``sql_execute_batch``). The
+    counters last: the run's row stays locked only for the commit (see _lock_item).
     Returns whether an item was claimed."""
-    claimed = claim_next(run, dispatcher, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+    claim = claim_next_statement(run, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
     increments = {**counters, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost": cost}
-    sql_update(JudgeRun, run.pk, {}, increments=increments)
-    return claimed
+    counted = sql_update_statement(JudgeRun, run.pk, {}, increments=increments)
+    if claim is None:
+        sql_execute_batch([*writes, counted])
+        return False
+    rows = sql_execute_batch([*writes, claim, counted], rows_of=len(writes))
+    return claim_handed(dispatcher, rows[0] if rows else None)
 
 
 def _write_result(
@@ -502,15 +530,17 @@ def _write_result(
             )
             for m in answer.modes
         ]
-        ann_id = machine_annotation_upsert(
+        writes: list[Statement] = []  # run in one round trip with the claim (_hand_on)
+        ann_id, fresh = machine_annotation_write(
             trace_id=item.trace_id,
             rater_id=run.rater_id,
             version_id=run.taxonomy_version_id,
             task_success=answer.task_success,
             source=source,
             labels=labels,
+            defer=writes,
         )
-        judge_attribution_write(annotation_id=ann_id, trace_id=item.trace_id, answer=answer.attribution)
+        judge_attribution_write(annotation_id=ann_id, trace_id=item.trace_id, answer=answer.attribution, fresh=fresh)
         values = {
             "state": JudgeItem.State.DONE,
             "raw_answer": raw,
@@ -528,16 +558,18 @@ def _write_result(
             "annotation_id": ann_id,
             "finished_at": timezone.now(),
         }
-        sql_update(JudgeItem, item.pk, values, increments={"attempts": attempts})
+        writes.append(sql_update_statement(JudgeItem, item.pk, values, increments={"attempts": attempts}))
         if cache is not None:
-            sql_insert(JudgeCache, [cache], ignore_conflicts=True)
+            writes.append(sql_insert_statement(JudgeCache, [cache], ignore_conflicts=True))
         counters = {
             "n_done": 1,
             "n_cached": int(cached),
             "n_truncated": int(trunc.truncated),
             "tokens_reasoning": tokens_reasoning,
         }
-        claimed = _hand_on(run, dispatcher, counters, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost)
+        claimed = _hand_on(
+            run, dispatcher, counters, tokens_in=tokens_in, tokens_out=tokens_out, cost=cost, writes=writes
+        )
     if not claimed:
         finish_if_idle(run, dispatcher)
 

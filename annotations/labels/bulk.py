@@ -16,11 +16,12 @@ else is written here:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.utils import timezone
 
 from annotations.models import Annotation, ModeLabel, Rater, Round
@@ -103,6 +104,37 @@ def sql_fetchone(sql: str, params: list) -> tuple | None:
         return cursor.fetchone()
 
 
+Statement = tuple[str, list]
+
+
+def sql_insert_statement(
+    model,
+    rows: list[dict],
+    *,
+    ignore_conflicts: bool = False,
+    returning_id: bool = False,
+    upsert: tuple[Sequence[str], Sequence[str]] | None = None,
+) -> Statement:
+    """The INSERT of ``sql_insert`` as (sql, params), to run with ``sql_execute_batch``."""
+    # The thread's connection itself, not the module-level proxy: each field adapting a value asks
+    # it for its ops several times, and every proxy access is a thread-local lookup.
+    conn = connections[DEFAULT_DB_ALIAS]
+    quote = conn.ops.quote_name
+    fields = [model._meta.get_field(name) for name in rows[0]]
+    columns = ", ".join(quote(f.column) for f in fields)
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES {', '.join([one] * len(rows))}"  # noqa: S608
+    if ignore_conflicts:
+        sql += " ON CONFLICT DO NOTHING"
+    elif upsert is not None:
+        unique, overwrite = ([quote(model._meta.get_field(n).column) for n in names] for names in upsert)
+        sets = ", ".join(f"{c} = excluded.{c}" for c in overwrite)
+        sql += f" ON CONFLICT ({', '.join(unique)}) DO UPDATE SET {sets}"
+    if returning_id:
+        sql += " RETURNING id"
+    return sql, [f.get_db_prep_save(row[f.attname], conn) for row in rows for f in fields]
+
+
 def sql_insert(
     model,
     rows: list[dict],
@@ -120,40 +152,62 @@ def sql_insert(
     (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite)."""
     if not rows:
         return []
-    quote = connection.ops.quote_name
-    fields = [model._meta.get_field(name) for name in rows[0]]
-    columns = ", ".join(quote(f.column) for f in fields)
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = f"INSERT INTO {model._meta.db_table} ({columns}) VALUES {', '.join([one] * len(rows))}"  # noqa: S608
-    if ignore_conflicts:
-        sql += " ON CONFLICT DO NOTHING"
-    elif upsert is not None:
-        unique, overwrite = ([quote(model._meta.get_field(n).column) for n in names] for names in upsert)
-        sets = ", ".join(f"{c} = excluded.{c}" for c in overwrite)
-        sql += f" ON CONFLICT ({', '.join(unique)}) DO UPDATE SET {sets}"
-    if returning_id:
-        sql += " RETURNING id"
-    params = [f.get_db_prep_save(row[f.attname], connection) for row in rows for f in fields]
-    with connection.cursor() as cursor:
+    sql, params = sql_insert_statement(
+        model, rows, ignore_conflicts=ignore_conflicts, returning_id=returning_id, upsert=upsert
+    )
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         cursor.execute(sql, params)
         return [r[0] for r in cursor.fetchall()] if returning_id else []
+
+
+def sql_update_statement(model, pk: int, values: dict, *, increments: dict | None = None) -> Statement:
+    """The UPDATE of ``sql_update`` as (sql, params), to run with ``sql_execute_batch``."""
+    conn = connections[DEFAULT_DB_ALIAS]  # see sql_insert_statement
+    fields = [model._meta.get_field(name) for name in values]
+    sets = [f"{conn.ops.quote_name(f.column)} = %s" for f in fields]
+    params = [f.get_db_prep_save(values[f.attname], conn) for f in fields]
+    for name, amount in (increments or {}).items():
+        fld = model._meta.get_field(name)
+        column = conn.ops.quote_name(fld.column)
+        sets.append(f"{column} = {column} + %s")
+        params.append(fld.get_db_prep_save(amount, conn))
+    sql = f"UPDATE {model._meta.db_table} SET {', '.join(sets)} WHERE id = %s"  # noqa: S608
+    return sql, [*params, pk]
 
 
 def sql_update(model, pk: int, values: dict, *, increments: dict | None = None) -> int:
     """UPDATE one row: ``values`` (attname -> value) and ``increments`` (attname -> amount added to
     the column, e.g. a run's counters), each adapted by its field. Returns the rows changed (0 or 1)."""
-    fields = [model._meta.get_field(name) for name in values]
-    sets = [f"{connection.ops.quote_name(f.column)} = %s" for f in fields]
-    params = [f.get_db_prep_save(values[f.attname], connection) for f in fields]
-    for name, amount in (increments or {}).items():
-        fld = model._meta.get_field(name)
-        column = connection.ops.quote_name(fld.column)
-        sets.append(f"{column} = {column} + %s")
-        params.append(fld.get_db_prep_save(amount, connection))
-    sql = f"UPDATE {model._meta.db_table} SET {', '.join(sets)} WHERE id = %s"  # noqa: S608
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, pk])
+    sql, params = sql_update_statement(model, pk, values, increments=increments)
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
         return cursor.rowcount
+
+
+def sql_execute_batch(statements: Sequence[Statement], *, rows_of: int | None = None) -> list[tuple]:
+    """Run statements in order, in ONE round trip on PostgreSQL; the rows of statement ``rows_of``.
+
+    PostgreSQL takes several statements in one query with client-side parameters (psycopg's
+    simple query protocol, Django's default cursor); they run in the caller's transaction, and
+    the first that fails raises and stops the rest. Elsewhere (SQLite) they run one by one."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    statements = [s for s in statements if s is not None]
+    if not statements:
+        return []
+    with conn.cursor() as cursor:
+        if conn.vendor != "postgresql" or len(statements) == 1:
+            rows: list[tuple] = []
+            for k, (sql, params) in enumerate(statements):
+                cursor.execute(sql, params)
+                if k == rows_of:
+                    rows = cursor.fetchall()
+            return rows
+        cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
+        if rows_of is None:
+            return []
+        for _ in range(rows_of):
+            cursor.cursor.nextset()
+        return cursor.fetchall()
 
 
 def machine_annotation_upsert(
@@ -168,32 +222,79 @@ def machine_annotation_upsert(
     """One submitted annotation of a non-human rater per trace (round=None): a later run replaces
     the labels. ``labels`` are (mode id, decision, evidence, rationale, confidence). Returns the
     annotation's id. Call it inside the caller's transaction (the row is locked until it ends)."""
-    now = timezone.now()
-    found = sql_fetchone(
-        f"SELECT id, revision FROM {Annotation._meta.db_table}"  # noqa: S608 - table names from the models
-        f" WHERE trace_id = %s AND rater_id = %s AND taxonomy_version_id = %s AND round_id IS NULL{sql_for_update()}",
-        [trace_id, rater_id, version_id],
+    ann_id, _ = machine_annotation_write(
+        trace_id=trace_id,
+        rater_id=rater_id,
+        version_id=version_id,
+        task_success=task_success,
+        source=source,
+        labels=labels,
     )
+    return ann_id
+
+
+# The annotation of a non-human rater outside rounds: unique per (trace, rater, version) where
+# round_id IS NULL (the partial constraint annotation_unique_outside_round).
+_MACHINE_INSERT = (
+    f"INSERT INTO {Annotation._meta.db_table}"  # noqa: S608 - table names from the models
+    " (trace_id, rater_id, taxonomy_version_id, round_id, state, task_success, notes, revision, source,"
+    " created_at, updated_at, submitted_at) VALUES (%s, %s, %s, NULL, %s, %s, '', 1, %s, %s, %s, %s)"
+    " ON CONFLICT (trace_id, rater_id, taxonomy_version_id) WHERE round_id IS NULL DO NOTHING RETURNING id"
+)
+_SOURCE = Annotation._meta.get_field("source")
+# PostgreSQL: a trace's mode labels in one statement with ONE parameter (a JSON array of rows).
+# As 14 rows x 6 parameters the statement was too long for psycopg's query cache and each of
+# the 84 values was adapted one by one: the largest CPU cost of writing a judge result.
+_LABELS_FROM_JSON = (
+    f"INSERT INTO {ModeLabel._meta.db_table}"  # noqa: S608 - table names from the models
+    " (annotation_id, mode_id, decision, evidence, rationale, confidence)"
+    " SELECT %s, x.mode_id, x.decision, x.evidence, x.rationale, x.confidence"
+    " FROM jsonb_to_recordset(%s::jsonb)"
+    " AS x(mode_id integer, decision text, evidence jsonb, rationale text, confidence double precision)"
+)
+
+
+def machine_annotation_write(
+    *,
+    trace_id: int,
+    rater_id: int,
+    version_id: int,
+    task_success: str,
+    source: dict,
+    labels: list[tuple[int, str, list, str, float | None]],
+    defer: list[Statement] | None = None,
+) -> tuple[int, bool]:
+    """``machine_annotation_upsert`` that also says whether the annotation is new (True: it had no
+    labels, attribution or anything else pointing at it before this transaction).
+
+    The first run over a trace (the common case) is one INSERT for the annotation and one for its
+    labels; a trace labelled before by this rater locks its annotation, drops its labels and
+    rewrites them (revision + 1). With ``defer``, the INSERT of the labels is appended to it for the
+    caller to run with its other statements (``sql_execute_batch``), in the same transaction."""
+    now = timezone.now()
+    conn = connections[DEFAULT_DB_ALIAS]
+    stamp = Annotation._meta.get_field("created_at").get_db_prep_save(now, conn)
     state: str = Annotation.State.SUBMITTED
-    if found is None:
-        row = {
-            "trace_id": trace_id,
-            "rater_id": rater_id,
-            "taxonomy_version_id": version_id,
-            "round_id": None,
-            "state": state,
-            "task_success": task_success,
-            "notes": "",
-            "revision": 1,
-            "source": source,
-            "created_at": now,
-            "updated_at": now,
-            "submitted_at": now,
-        }
-        (ann_id,) = sql_insert(Annotation, [row], returning_id=True)
+    with conn.cursor() as cursor:
+        cursor.execute(
+            _MACHINE_INSERT,
+            [trace_id, rater_id, version_id, state, task_success, _SOURCE.get_db_prep_save(source, conn), *[stamp] * 3],
+        )
+        row = cursor.fetchone()
+    created = row is not None
+    if created:
+        ann_id = row[0]
     else:
+        found = sql_fetchone(
+            f"SELECT id FROM {Annotation._meta.db_table}"  # noqa: S608 - table names from the models
+            " WHERE trace_id = %s AND rater_id = %s AND taxonomy_version_id = %s AND round_id IS NULL"
+            f"{sql_for_update()}",
+            [trace_id, rater_id, version_id],
+        )
+        if found is None:  # deleted between the two statements (only possible outside PostgreSQL's locks)
+            raise RuntimeError(f"the annotation of trace {trace_id} by rater {rater_id} vanished while it was written")
         ann_id = found[0]
-        with connection.cursor() as cursor:
+        with conn.cursor() as cursor:
             cursor.execute(f"DELETE FROM {ModeLabel._meta.db_table} WHERE annotation_id = %s", [ann_id])  # noqa: S608
         values = {
             "task_success": task_success,
@@ -203,18 +304,30 @@ def machine_annotation_upsert(
             "updated_at": now,
         }
         sql_update(Annotation, ann_id, values, increments={"revision": 1})
-    sql_insert(
-        ModeLabel,
-        [
-            {
-                "annotation_id": ann_id,
-                "mode_id": mode_id,
-                "decision": decision,
-                "evidence": evidence,
-                "rationale": rationale,
-                "confidence": confidence,
-            }
-            for mode_id, decision, evidence, rationale, confidence in labels
-        ],
-    )
-    return ann_id
+    if not labels:
+        return ann_id, created
+    if conn.vendor == "postgresql":
+        rows = [
+            {"mode_id": m, "decision": d, "evidence": e, "rationale": r, "confidence": c} for m, d, e, r, c in labels
+        ]
+        statement: Statement = (_LABELS_FROM_JSON, [ann_id, json.dumps(rows)])
+    else:
+        statement = sql_insert_statement(
+            ModeLabel,
+            [
+                {
+                    "annotation_id": ann_id,
+                    "mode_id": mode_id,
+                    "decision": decision,
+                    "evidence": evidence,
+                    "rationale": rationale,
+                    "confidence": confidence,
+                }
+                for mode_id, decision, evidence, rationale, confidence in labels
+            ],
+        )
+    if defer is not None:
+        defer.append(statement)
+    else:
+        sql_execute_batch([statement])
+    return ann_id, created

@@ -174,13 +174,30 @@ def _with_dropped(call: Call, dropped: set[str]) -> Call:
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """Exponential backoff with jitter, bounded; the first retry of a server error is prompt.
+
+    A 5xx, a timeout or a dropped connection is usually over at once, and a run's last traces wait
+    on their slowest retry (the run ends with its last trace): the first retry waits a short
+    jittered ``first`` seconds, later ones ``base`` x 2^(n-1), capped. A 429 (the server asks us to
+    slow down) starts at ``base`` instead; a Retry-After is always honoured."""
+
     max_attempts: int = 5
     base: float = 0.5
     cap: float = 30.0
+    first: float = 0.05
 
-    def delay(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
+    def delay(
+        self,
+        attempt: int,
+        retry_after: float | None = None,
+        rng: random.Random | None = None,
+        *,
+        status: int | None = None,
+    ) -> float:
         """Full jitter on an exponential ceiling; never less than what Retry-After asks."""
         ceiling = min(self.cap, self.base * (2 ** (attempt - 1)))
+        if attempt == 1 and status != 429:
+            ceiling = min(ceiling, self.first)
         jittered = (rng or random).uniform(ceiling / 2, ceiling)
         return max(jittered, retry_after or 0.0)
 
@@ -205,4 +222,4 @@ def with_retries(
                 raise TransientError(
                     f"gave up after {attempt} attempts: {exc}", retry_after=exc.retry_after, status=exc.status
                 ) from exc
-            sleep(policy.delay(attempt, exc.retry_after))
+            sleep(policy.delay(attempt, exc.retry_after, status=exc.status))

@@ -21,7 +21,8 @@ default); others get ``max_tokens`` and the run's temperature; a dropped ``max_t
 openai 3.x (pinned in requirements.txt) sends through its own HTTP package; we never import it:
 the client is ``openai.DefaultHttpxClient`` (the library's defaults, redirects off) and the
 timeout ``openai.Timeout``. What we rely on: ``openai.OpenAI(base_url, api_key, timeout,
-max_retries, http_client)``, ``chat.completions.create``, the exception classes
+max_retries, http_client)``, its ``post(path, cast_to=bytes, content=...)`` (the request body
+encoded by us with orjson, the answer parsed by ``parse_completion``), the exception classes
 ``APITimeoutError``, ``APIConnectionError``, ``APIStatusError`` (``status_code``, ``body``,
 ``response.headers``) and ``APIResponseValidationError``; tests/annotations/judge/test_providers.py
 covers each against a real server.
@@ -37,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
+import orjson
 
 from annotations.judge.providers import keys
 from annotations.judge.providers.base import (
@@ -54,6 +56,7 @@ from annotations.judge.providers.base import (
 # Model names of the reasoning families that take max_completion_tokens and only the default temperature.
 REASONING_MODEL = re.compile(r"(^|/)(o[1-9]|gpt-5)([-.:_]|$)", re.IGNORECASE)
 ADAPTABLE = ("max_tokens", "max_completion_tokens", "temperature", "response_format")
+CHAT_PATH = "/chat/completions"
 
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
 _clients_lock = threading.Lock()
@@ -169,28 +172,55 @@ def request_kwargs(call: Call, messages: Sequence[Mapping[str, str]], *, json_mo
     return kwargs
 
 
-def chat_complete(call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> Completion:
-    """One HTTP request; raises TransientError / PermanentError / UnsupportedParameter."""
-    client = _client(call.base_url, call.api_key, call.timeout)
-    kwargs = request_kwargs(call, messages, json_mode=json_mode)
-    started = time.monotonic()
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def parse_completion(raw: bytes, *, latency_ms: int) -> Completion:
+    """A chat-completions response body -> Completion; a body without a message is TransientError.
+
+    Read with orjson as plain data: building the library's pydantic models for every answer cost
+    the worker more CPU than the HTTP exchange (bench/bench_judge.py)."""
     try:
-        resp = client.chat.completions.create(**kwargs)
-    except Exception as exc:  # noqa: BLE001 - every failure is classified, none swallowed
-        raise classify(exc) from exc
-    latency = int((time.monotonic() - started) * 1000)
-    if not getattr(resp, "choices", None):
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise TransientError(f"malformed response: not JSON ({exc})"[:300]) from exc
+    choices = body.get("choices") if isinstance(body, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
         raise TransientError("malformed response: no choices")
-    text = resp.choices[0].message.content or ""
-    usage = resp.usage
-    details = getattr(usage, "completion_tokens_details", None)
+    text = message.get("content") or ""
+    if not isinstance(text, str):
+        raise TransientError(f"malformed response: the message content is a {type(text).__name__}, not text")
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("completion_tokens_details")
+    details = details if isinstance(details, dict) else {}
     return Completion(
         text=text,
-        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-        latency_ms=latency,
-        tokens_reasoning=int(getattr(details, "reasoning_tokens", 0) or 0),
+        tokens_in=_int(usage.get("prompt_tokens")),
+        tokens_out=_int(usage.get("completion_tokens")),
+        latency_ms=latency_ms,
+        tokens_reasoning=_int(details.get("reasoning_tokens")),
     )
+
+
+def chat_complete(call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> Completion:
+    """One HTTP request; raises TransientError / PermanentError / UnsupportedParameter.
+
+    The body goes through the client's ``post`` as JSON bytes we encode (``request_kwargs`` is
+    already the wire format), not through ``chat.completions.create``, whose per-call type
+    transform of the messages was the largest CPU cost of a call; auth, timeouts, status errors
+    and the connection pool are the client's as before."""
+    client = _client(call.base_url, call.api_key, call.timeout)
+    content = orjson.dumps(request_kwargs(call, messages, json_mode=json_mode))
+    started = time.monotonic()
+    try:
+        raw = client.post(CHAT_PATH, cast_to=bytes, content=content)
+    except Exception as exc:  # noqa: BLE001 - every failure is classified, none swallowed
+        raise classify(exc) from exc
+    return parse_completion(raw, latency_ms=int((time.monotonic() - started) * 1000))
 
 
 class OpenAIChat(Provider):

@@ -332,11 +332,23 @@ def test_prompt_edit_creates_a_new_version_and_keeps_the_old(project, manager):
 def test_retry_backoff_grows_with_jitter():
     from annotations.judge.providers.base import RetryPolicy
 
-    p = RetryPolicy(base=1, cap=30)
-    d = [p.delay(n) for n in range(1, 6)]
-    assert 0.5 <= d[0] <= 1 and 8 <= d[4] <= 16
+    p = RetryPolicy(base=1, cap=30, first=0.1)
+    d = [p.delay(n, status=500) for n in range(1, 6)]
+    assert 0.05 <= d[0] <= 0.1 and 1 <= d[1] <= 2 and 8 <= d[4] <= 16
     assert p.delay(1, retry_after=7) == 7
     assert time.time()  # keep the import honest
+
+
+def test_the_first_retry_of_a_server_error_is_prompt_but_a_rate_limit_backs_off():
+    """A 5xx or a timeout is retried after a short jittered pause (the run's last traces would
+    otherwise wait out a full backoff); a 429 starts at the full base, and Retry-After wins."""
+    from annotations.judge.providers.base import RetryPolicy
+
+    p = RetryPolicy(base=0.5, cap=30, first=0.05)
+    assert all(0.025 <= p.delay(1, status=s) <= 0.05 for s in (500, 503, None) for _ in range(20))
+    assert all(0.25 <= p.delay(1, status=429) <= 0.5 for _ in range(20))
+    assert p.delay(1, retry_after=0.1, status=429) >= 0.25
+    assert p.delay(1, retry_after=2.0, status=500) == 2.0
 
 
 @pytest.mark.django_db(transaction=True)  # the successor is handed over after commit
