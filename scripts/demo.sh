@@ -28,4 +28,4 @@ $PY -m celery -A mast_site worker -l WARNING -P threads --concurrency=4 --withou
 WORKER=$!
 trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
 echo "Worker running (log: var/demo-worker.log). Serving http://127.0.0.1:$PORT  (Ctrl-C stops both)"
-.venv/bin/gunicorn mast_site.wsgi -b 127.0.0.1:$PORT -w 2 --threads 4 --access-logfile - --log-level warning
+.venv/bin/gunicorn mast_site.wsgi -b 127.0.0.1:$PORT -w 2 -k gthread --threads 8 --keep-alive 30 --access-logfile - --log-level warning
