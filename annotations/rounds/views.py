@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -157,9 +158,8 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
     # The form opens on a stratified sample by framework: its default size takes one trace per
     # framework at least and no more than the project holds, so the preview never opens on an error
     # ("needs at least one trace per stratum", "larger than the number of traces").
-    n_frameworks = project.traces.order_by().values("mas_name").distinct().count()
-    n_all = project.traces.count()
-    initial["n"] = min(max(10, n_frameworks), n_all) or 10
+    counts = project.traces.aggregate(n=Count("id"), frameworks=Count("mas_name", distinct=True))
+    initial["n"] = min(max(10, counts["frameworks"]), counts["n"]) or 10
     if (request.GET.get("taxonomy_version") or "").isdigit():  # "start the next round on the revised draft"
         initial["taxonomy_version"] = int(request.GET["taxonomy_version"])
     after = request.GET.get("after")
@@ -201,7 +201,7 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "annotations/rounds/new.html",
-        {"project": project, "role": role, "form": form, "nav": "projects", "n_traces": project.traces.count()},
+        {"project": project, "role": role, "form": form, "nav": "projects", "n_traces": counts["n"]},
     )
 
 

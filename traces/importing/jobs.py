@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from traces.importing.results import ImportProgress, TraceImportError
 from traces.importing.service import IMPORT_FORMATS, traces_import
-from traces.importing.sources import import_limits
+from traces.importing.sources import import_limits, upload_size
 from traces.jobs import JobKind, JobNotRetryable, job_queue_after_commit, job_retry, job_running
 from traces.models import ImportJob, Project
 
@@ -78,15 +78,11 @@ def _safe_upload_name(name: str, taken: set[str]) -> str:
 
 
 def _declared_size(f: Any) -> int:
-    """An upload's size before reading it: Django's uploaded files say it, plain open files (the demo,
-    scripts) through their descriptor; 0 only where neither can tell."""
-    size = getattr(f, "size", None)
-    if size is None:
-        try:
-            size = os.fstat(f.fileno()).st_size
-        except (AttributeError, OSError, ValueError):
-            size = 0
-    return size or 0
+    """An upload's size before reading it (``upload_size``); 0 for a stream that cannot seek."""
+    try:
+        return upload_size(f) or 0
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def import_job_create(*, project: Project, by: Any, files: list[Any], format: str = "auto") -> ImportJob:

@@ -153,6 +153,17 @@ def _path_entries(path: Path, label_root: Path, zips: list[zipfile.ZipFile]) -> 
     ]
 
 
+def upload_size(obj: Any) -> int:
+    """A file-like object's size without reading it: Django's uploaded files say it; others (open
+    files, BytesIO) are measured by seeking to their end and back to where they were."""
+    size = getattr(obj, "size", None)
+    if size is None:
+        here = obj.tell()
+        size = obj.seek(0, io.SEEK_END)
+        obj.seek(here)
+    return size
+
+
 def _upload_entries(obj: Any, index: int, zips: list[zipfile.ZipFile]) -> list[Entry]:
     """A file-like object (Django UploadedFile, open binary file, BytesIO with .name)."""
     name = os.path.basename(getattr(obj, "name", "") or f"upload-{index}")
@@ -161,10 +172,7 @@ def _upload_entries(obj: Any, index: int, zips: list[zipfile.ZipFile]) -> list[E
         zf = _open_zip(obj, name)
         zips.append(zf)
         return _zip_entries(zf, name)
-    size = getattr(obj, "size", None)
-    if size is None:
-        obj.seek(0, io.SEEK_END)
-        size = obj.tell()
+    size = upload_size(obj)
 
     def opener(obj=obj):
         obj.seek(0)
