@@ -10,12 +10,11 @@ from rest_framework.views import APIView
 
 from traces.pagination import StrictPageNumberPagination
 from traces.projects.permissions import ProjectScopedMixin
+from traces.viewer.search import search_first_hit, search_hit_window, trace_search
 from traces.viewer.selectors import (
     CappedCountPaginator,
     TraceFilters,
     outline_json,
-    search_first_hit,
-    search_hit_window,
     trace_agent_hues,
     trace_get,
     trace_list_for_user,
@@ -23,7 +22,6 @@ from traces.viewer.selectors import (
     trace_outline_version,
     trace_raw_text,
     trace_rows_mark_labelled,
-    trace_search,
     trace_steps_window,
 )
 from traces.viewer.serializers import (

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 SEARCH = """
 from traces.models import Trace
-from traces.viewer.selectors import trace_search
+from traces.viewer.search import trace_search
 trace = Trace.objects.get()
 for q in ("alpha", "100%", "E_N"):
     print("HITS", q, len(trace_search(trace=trace, q=q).hits))

@@ -3,7 +3,8 @@
 import pytest
 
 from tests.traces.viewer_factories import chatdev_log, trace_from_text
-from traces.viewer.selectors import trace_search, trace_steps_window
+from traces.viewer.search import trace_search
+from traces.viewer.selectors import trace_steps_window
 
 pytestmark = pytest.mark.django_db
 
