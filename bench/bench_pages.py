@@ -1,6 +1,7 @@
 """The trace page and the labelling page at 50 KB, 1 MB, 5 MB and 20 MB: how long a person waits.
 
 Run: .venv/bin/python bench/bench_pages.py [--sizes 50k,1m,5m,20m] [--runs 6] [--server-runs 20] [--reuse] [--db NAME]
+     [--burn N [--settle S]]
 
 1. Fresh PostgreSQL database (DATABASE_URL's server, name mast_bench_pages or --db; --reuse keeps it): one
    trace per size made of the real ChatDev logs in ../shared/mast/traces/chatdev (the first log cut
@@ -18,9 +19,11 @@ Run: .venv/bin/python bench/bench_pages.py [--sizes 50k,1m,5m,20m] [--runs 6] [-
      nodes   DOM nodes at ready
    Then: the time from pressing Enter on a word that occurs only near the end of the 20 MB trace to
    the frame that paints its first hit, measured in the page (and, as Playwright sees it, from
-   typing to the hit's selector), and a jump (g G / focusStep) to a far step, fetched and rendered.
+   typing to the hit's selector), with its parts from the request's resource timing (Enter -> sent,
+   server, body, answer -> painted), and a jump (g G / focusStep) to a far step, fetched and rendered.
    The live server sets TCP_NODELAY, as gunicorn does; --compression pglz compares with lz4.
-The machine is shared: the load average is printed with every block of figures.
+The machine is shared: the load average is printed with every block of figures. --burn N starts N
+CPU-bound processes (after the build, --settle seconds before timing) for figures at a known load.
 """
 
 from __future__ import annotations
@@ -243,6 +246,36 @@ SEARCH_PROBE_JS = """() => {
 }"""
 
 
+# The parts of one search, from the resource timing of its request: Enter -> the request sent,
+# the server (request sent -> first byte), the body's download, the answer -> the hit painted.
+SEARCH_PARTS_JS = """() => {
+    const t = window.__searchProbe;
+    const r = performance.getEntriesByType('resource').filter((e) => e.name.includes('/search/')).pop();
+    return { enter: t.enter, hit: t.hit, send: r.requestStart - t.enter, server: r.responseStart - r.requestStart,
+             body: r.responseEnd - r.responseStart, paint: t.hit - r.responseEnd };
+}"""
+
+
+def _spin() -> None:  # one CPU-bound competitor for --burn
+    while True:
+        pass
+
+
+def start_burners(n: int, settle: float) -> list:
+    """``n`` processes that keep a core busy each, so the page figures are taken at a known load
+    (the issue's "within 2x at load 4": ``--burn 4``); the 1-minute load average needs about a
+    minute to climb, so the run waits ``settle`` seconds first and prints the load it reached."""
+    import multiprocessing
+
+    procs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(n)]
+    for p in procs:
+        p.start()
+    if procs:
+        print(f"\n{n} CPU-bound processes started; settling {settle:.0f} s ({load()})")
+        time.sleep(settle)
+    return procs
+
+
 def time_browser(annotator, traces, runs: int) -> None:
     from django.conf import settings
     from django.contrib.staticfiles.handlers import StaticFilesHandler
@@ -312,7 +345,7 @@ def time_browser(annotator, traces, runs: int) -> None:
         # search and jump in the largest trace, on the trace page
         key = list(traces)[-1]
         trace = traces[key]
-        search, in_page, jump = [], [], []
+        search, in_page, jump, parts = [], [], [], []
         for _ in range(max(3, runs // 2)):
             one("trace", urls(trace)["trace"])
             page.evaluate(SEARCH_PROBE_JS)
@@ -322,8 +355,9 @@ def time_browser(annotator, traces, runs: int) -> None:
             page.wait_for_selector("mark.tv-hit.is-current", timeout=30000)
             search.append((time.perf_counter() - t) * 1000)
             page.wait_for_function("window.__searchProbe.hit !== null")
-            probe = page.evaluate("window.__searchProbe")
+            probe = page.evaluate(SEARCH_PARTS_JS)
             in_page.append(probe["hit"] - probe["enter"])
+            parts.append(probe)
             far = max(0, trace.n_steps - 50 - len(jump) * 97)
             jump.append(
                 page.evaluate(
@@ -344,6 +378,11 @@ def time_browser(annotator, traces, runs: int) -> None:
             f"jump to a far step: p50 {statistics.median(jump):.0f} ms, max {max(jump):.0f} ms "
             f"({load()})"
         )
+        med = {k: statistics.median([p[k] for p in parts]) for k in ("send", "server", "body", "paint")}
+        print(
+            f"  search parts p50: Enter -> request sent {med['send']:.0f} ms, server (sent -> first byte) "
+            f"{med['server']:.0f} ms, body {med['body']:.0f} ms, answer -> hit painted {med['paint']:.0f} ms"
+        )
         browser.close()
     live.terminate()
 
@@ -355,6 +394,8 @@ def main() -> None:
     ap.add_argument("--server-runs", type=int, default=20)
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--burn", type=int, default=0, help="CPU-bound processes competing during the run (load)")
+    ap.add_argument("--settle", type=float, default=60, help="seconds the burners run before timing")
     ap.add_argument("--db", default=BENCH_DB, help=f"database name (default {BENCH_DB}); one per parallel run")
     ap.add_argument("--compression", choices=["lz4", "pglz"], default="lz4", help="TOAST compression (migrations: lz4)")
     args = ap.parse_args()
@@ -364,9 +405,14 @@ def main() -> None:
         set_toast_compression(env, args.compression)
     django_setup(env)
     annotator, traces = build(sizes, args.reuse)
-    time_server(annotator, traces, args.server_runs)
-    if not args.no_browser:
-        time_browser(annotator, traces, args.runs)
+    burners = start_burners(args.burn, args.settle)
+    try:
+        time_server(annotator, traces, args.server_runs)
+        if not args.no_browser:
+            time_browser(annotator, traces, args.runs)
+    finally:
+        for p in burners:
+            p.terminate()
 
 
 if __name__ == "__main__":
