@@ -21,7 +21,9 @@ Run: .venv/bin/python bench/bench_pages.py [--sizes 50k,1m,5m,20m] [--runs 6] [-
    the frame that paints its first hit, measured in the page (and, as Playwright sees it, from
    typing to the hit's selector), with its parts from the request's resource timing (Enter -> sent,
    server, body, answer -> painted), and a jump (g G / focusStep) to a far step, fetched and rendered.
-   The live server sets TCP_NODELAY, as gunicorn does; --compression pglz compares with lz4.
+   The browser is served by gunicorn as the README recommends (-w cores -k gthread --threads 8,
+   keep-alive 30, DEBUG off, static files by WhiteNoise), or with --server live by Django's live
+   server in this process (TCP_NODELAY set, as gunicorn does); --compression pglz compares with lz4.
 The machine is shared: the load average is printed with every block of figures. --burn N starts N
 CPU-bound processes (after the build, --settle seconds before timing) for figures at a known load.
 """
@@ -30,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,7 +43,9 @@ from benchdb import (  # bench/ is on sys.path when run as a script
     bench_env,
     create_bench_db,
     django_setup,
+    free_port,
     set_toast_compression,
+    start_gunicorn,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -276,7 +282,7 @@ def start_burners(n: int, settle: float) -> list:
     return procs
 
 
-def time_browser(annotator, traces, runs: int) -> None:
+def time_browser(annotator, traces, runs: int, server: str) -> None:
     from django.conf import settings
     from django.contrib.staticfiles.handlers import StaticFilesHandler
     from django.test import Client
@@ -284,13 +290,30 @@ def time_browser(annotator, traces, runs: int) -> None:
 
     from conftest import CHROMIUM_FLAGS, chromium_path
 
-    live = live_server_class()("127.0.0.1", StaticFilesHandler, connections_override={}, port=0)
-    live.daemon = True
-    live.start()
-    live.is_ready.wait()
-    if live.error:
-        raise live.error
-    base = f"http://127.0.0.1:{live.port}"
+    if server == "gunicorn":
+        # the production server: gunicorn as the README recommends, one process per core, in its
+        # own processes (DEBUG off; the static files collected and served by WhiteNoise)
+        subprocess.run(
+            [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+            cwd=REPO,
+            env=dict(os.environ),
+            check=True,
+        )
+        port = free_port()
+        proc = start_gunicorn(
+            dict(os.environ), port=port, workers=os.cpu_count() or 2, threads=8, log_dir=REPO / "var" / "bench_pages"
+        )
+        stop = lambda: os.killpg(proc.pid, signal.SIGTERM)  # noqa: E731
+    else:
+        live = live_server_class()("127.0.0.1", StaticFilesHandler, connections_override={}, port=0)
+        live.daemon = True
+        live.start()
+        live.is_ready.wait()
+        if live.error:
+            raise live.error
+        port, stop = live.port, live.terminate
+    print(f"\nserver for the browser: {server} on 127.0.0.1:{port}")
+    base = f"http://127.0.0.1:{port}"
     client = Client()
     client.force_login(annotator)
     session = client.cookies[settings.SESSION_COOKIE_NAME].value
@@ -384,7 +407,7 @@ def time_browser(annotator, traces, runs: int) -> None:
             f"{med['server']:.0f} ms, body {med['body']:.0f} ms, answer -> hit painted {med['paint']:.0f} ms"
         )
         browser.close()
-    live.terminate()
+    stop()
 
 
 def main() -> None:
@@ -394,6 +417,12 @@ def main() -> None:
     ap.add_argument("--server-runs", type=int, default=20)
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument(
+        "--server",
+        choices=["gunicorn", "live"],
+        default="gunicorn",
+        help="what serves the browser: gunicorn (-w cores -k gthread --threads 8) or Django's live server here",
+    )
     ap.add_argument("--burn", type=int, default=0, help="CPU-bound processes competing during the run (load)")
     ap.add_argument("--settle", type=float, default=60, help="seconds the burners run before timing")
     ap.add_argument("--db", default=BENCH_DB, help=f"database name (default {BENCH_DB}); one per parallel run")
@@ -409,7 +438,7 @@ def main() -> None:
     try:
         time_server(annotator, traces, args.server_runs)
         if not args.no_browser:
-            time_browser(annotator, traces, args.runs)
+            time_browser(annotator, traces, args.runs, args.server)
     finally:
         for p in burners:
             p.terminate()

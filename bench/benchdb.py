@@ -84,3 +84,40 @@ def django_setup(env: dict[str, str]) -> None:
     import django
 
     django.setup()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(
+    env: dict[str, str], *, port: int, workers: int, threads: int, log_dir: Path, access_log: Path | None = None
+) -> subprocess.Popen:
+    """gunicorn with the settings the README recommends (gthread, keep-alive 30) on 127.0.0.1:`port`,
+    its output in `log_dir`/gunicorn.log; returns once /login/ answers 200 (exits if it never does).
+    With `access_log`, each request is logged as "METHOD STATUS MICROSECONDS"."""
+    import http.client
+    import time
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / "gunicorn.log", "wb")  # noqa: SIM115 - lives as long as the server
+    cmd = [str(Path(sys.executable).parent / "gunicorn"), "mast_site.wsgi", "-b", f"127.0.0.1:{port}"]
+    cmd += ["-w", str(workers), "-k", "gthread", "--threads", str(threads), "--keep-alive", "30"]
+    if access_log is not None:
+        cmd += ["--access-logfile", str(access_log), "--access-logformat", "%(m)s %(s)s %(D)s"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 120  # a loaded machine (load 10) needs a minute to import Django twice
+    while time.time() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/login/")
+            if conn.getresponse().status == 200:
+                return proc
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    sys.exit(f"gunicorn did not start; see {log_dir / 'gunicorn.log'}")
