@@ -72,8 +72,8 @@ def make_storable(parsed: ParsedTrace) -> bytes:
     try:
         data = parsed.raw_text.encode("utf-8")
         small = [parsed.task, parsed.mas_name, parsed.llm_name, parsed.benchmark, parsed.external_id]
-        agents = [st.agent for st in parsed.steps]
-        json.dumps([small, parsed.metadata, agents], ensure_ascii=False, default=str).encode()
+        "".join([st.agent for st in parsed.steps]).encode("utf-8")
+        json.dumps([small, parsed.metadata], ensure_ascii=False, default=str).encode()
         return data
     except UnicodeEncodeError:
         pass

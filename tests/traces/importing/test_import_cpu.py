@@ -9,7 +9,7 @@ import random
 import pytest
 from psycopg.types.json import Jsonb, JsonbBinaryDumper
 
-from traces.importing.prep import _IGNORED, repeated_steps, trace_stats
+from traces.importing.prep import _IGNORED, make_storable, repeated_steps, trace_stats
 from traces.importing.results import TraceImportError
 from traces.importing.service import traces_import
 from traces.importing.writer import _dumps, _JsonbCopyDumper
@@ -49,6 +49,13 @@ def test_agents_and_switches_skip_steps_without_an_agent():
     # a -> a -> b -> b -> a -> c: three switches; the steps without an agent are not counted
     assert (stats["agents"], stats["n_agents"], stats["n_agent_switches"]) == (["a", "b", "c"], 3, 3)
     assert stats["n_repeated_steps"] == 8  # "step 0" ... "step 8" differ in digits only
+
+
+def test_a_lone_surrogate_only_in_an_agent_name_is_still_found_and_replaced():
+    steps = [ParsedStep(0, "ok", "message", "hi", 1, 1), ParsedStep(1, "bad\ud800", "message", "there", 2, 2)]
+    parsed = ParsedTrace(format="plaintext", raw_text="hi\nthere", steps=steps)
+    assert make_storable(parsed) == b"hi\nthere"
+    assert [st.agent for st in parsed.steps] == ["ok", "bad\ufffd"]
 
 
 _REFERENCE = type("_Reference", (JsonbBinaryDumper,), {"_dumps": _dumps})  # what set_json_dumps builds
