@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
@@ -107,6 +108,8 @@ def traces_import(
 
 
 _GC_GEN0 = 50_000  # what the web processes use (mast_site/wsgi.py)
+_gc_lock = threading.Lock()
+_gc_state: dict[str, Any] = {"imports": 0, "before": None}  # imports running in this process
 
 
 @contextlib.contextmanager
@@ -118,17 +121,23 @@ def _fewer_collections() -> Iterator[None]:
     file set off ~950 collections, 8 of them full ones that walk every live object (the batch
     waiting to be written included): ~0.5 s of CPU, with the COPY writer thread waiting on the
     GIL meanwhile. With these, 2. Reference counting still frees the import's objects at once,
-    so memory is unchanged. The thresholds are the process's: they are set back when the import
-    ends, whatever happens, and a process that switched collection off (threshold 0) is left so."""
-    before = gc.get_threshold()
-    if before[0] == 0:  # threshold 0: the process has switched automatic collection off
-        yield
-        return
-    gc.set_threshold(max(before[0], _GC_GEN0), max(before[1], 20), max(before[2], 20))
+    so memory is unchanged. The thresholds are the process's: the first import to start raises
+    them and the last one to end sets them back, whatever happens (imports in several threads of
+    one process overlap); a process that switched collection off (threshold 0) is left so."""
+    with _gc_lock:
+        if _gc_state["imports"] == 0:
+            before = gc.get_threshold()
+            _gc_state["before"] = before
+            if before[0] != 0:  # threshold 0: the process has switched automatic collection off
+                gc.set_threshold(max(before[0], _GC_GEN0), max(before[1], 20), max(before[2], 20))
+        _gc_state["imports"] += 1
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        with _gc_lock:
+            _gc_state["imports"] -= 1
+            if _gc_state["imports"] == 0:
+                gc.set_threshold(*_gc_state["before"])
 
 
 def _import_sources(

@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb, JsonbBinaryDumper
 
 from traces.importing.prep import _IGNORED, make_storable, repeated_steps, trace_stats
 from traces.importing.results import TraceImportError
-from traces.importing.service import traces_import
+from traces.importing.service import _fewer_collections, traces_import
 from traces.importing.writer import _dumps, _JsonbCopyDumper
 from traces.parsers import ParsedStep, ParsedTrace
 
@@ -108,5 +108,20 @@ def test_the_collector_runs_less_often_during_an_import_and_as_before_after_it(p
             progress=lambda p: seen.append(gc.get_threshold()),
         )
         assert {t[0] for t in seen} == {0}
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_overlapping_imports_set_the_thresholds_back_when_the_last_one_ends():
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        first, second = _fewer_collections(), _fewer_collections()  # two imports, e.g. two threads
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)  # the first ends while the second still runs
+        assert gc.get_threshold()[0] >= 50_000
+        second.__exit__(None, None, None)
+        assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)
