@@ -72,7 +72,7 @@ def make_storable(parsed: ParsedTrace) -> bytes:
     try:
         data = parsed.raw_text.encode("utf-8")
         small = [parsed.task, parsed.mas_name, parsed.llm_name, parsed.benchmark, parsed.external_id]
-        "".join([st.agent for st in parsed.steps]).encode("utf-8")
+        "".join([st.agent for st in parsed.steps]).encode("utf-8")  # raises on a lone surrogate, as above
         json.dumps([small, parsed.metadata], ensure_ascii=False, default=str).encode()
         return data
     except UnicodeEncodeError:
