@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from operator import ne
 from typing import Any
 
 from traces.parsers import ParsedTrace, ParseError, parse_mast_record
@@ -19,40 +20,49 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def trace_stats(parsed: ParsedTrace) -> dict[str, Any]:
     """Statistics stored on the Trace row (computed once, at import)."""
-    agents: list[str] = []
-    seen_agents: set[str] = set()
-    switches = 0
-    prev = None
-    repeated = 0
-    seen: set[bytes] = set()
-    for st in parsed.steps:
-        if st.agent:
-            if st.agent not in seen_agents:
-                seen_agents.add(st.agent)
-                agents.append(st.agent)
-            if prev is not None and st.agent != prev:
-                switches += 1
-            prev = st.agent
-        # near-identical: the same text once whitespace and digits (timestamps, counters, ids) are
-        # dropped; bytes.translate does it in one C pass (a regex over 200 MB of steps costs seconds)
-        norm = st.content.encode("utf-8", "surrogatepass").translate(None, _IGNORED)
-        if not norm:
-            continue
-        key = hashlib.blake2b(norm, digest_size=16).digest()
-        if key in seen:
-            repeated += 1
-        else:
-            seen.add(key)
+    steps = parsed.steps
+    names = [st.agent for st in steps if st.agent]
+    agents = list(dict.fromkeys(names))  # in order of first appearance
     text = parsed.raw_text
     return {
-        "n_steps": len(parsed.steps),
+        "n_steps": len(steps),
         "n_agents": len(agents),
         "agents": agents,
-        "n_agent_switches": switches,
+        "n_agent_switches": sum(map(ne, names, names[1:])),  # steps without an agent do not count
         "n_chars": len(text),
         "n_lines": text.count("\n") + 1 if text else 0,
-        "n_repeated_steps": repeated,
+        "n_repeated_steps": repeated_steps([st.content for st in steps]),
     }
+
+
+_CHUNK_CHARS = 4 * 1024**2
+
+
+def repeated_steps(contents: list[str], *, chunk_chars: int = _CHUNK_CHARS) -> int:
+    """How many steps repeat an earlier step's text once whitespace and digits (timestamps,
+    counters, ids) are dropped; steps with nothing left do not count.
+
+    In C passes over a few MB of steps at a time: the steps joined with NUL (which no step
+    holds: the parsers replace it), encoded, stripped with one ``bytes.translate`` (a regex over
+    200 MB of steps costs seconds), split again; a set of the stripped texts counts the repeats
+    (it holds the distinct stripped steps of one trace, at most the trace's size)."""
+    seen: set[bytes] = set()
+    n = 0
+    start = 0
+    while start < len(contents):
+        stop, size = start, 0
+        while stop < len(contents) and (size < chunk_chars or stop == start):
+            size += len(contents[stop])
+            stop += 1
+        chunk = contents[start:stop]
+        start = stop
+        parts = "\x00".join(chunk).encode("utf-8", "surrogatepass").translate(None, _IGNORED).split(b"\x00")
+        if len(parts) != len(chunk):  # a step with NUL in it (not from the parsers): one at a time
+            parts = [c.encode("utf-8", "surrogatepass").translate(None, _IGNORED) for c in chunk]
+        kept = list(filter(None, parts))
+        n += len(kept)
+        seen.update(kept)
+    return n - len(seen)
 
 
 def make_storable(parsed: ParsedTrace) -> bytes:
@@ -62,8 +72,8 @@ def make_storable(parsed: ParsedTrace) -> bytes:
     try:
         data = parsed.raw_text.encode("utf-8")
         small = [parsed.task, parsed.mas_name, parsed.llm_name, parsed.benchmark, parsed.external_id]
-        agents = [st.agent for st in parsed.steps]
-        json.dumps([small, parsed.metadata, agents], ensure_ascii=False, default=str).encode()
+        "".join([st.agent for st in parsed.steps]).encode("utf-8")  # raises on a lone surrogate, as above
+        json.dumps([small, parsed.metadata], ensure_ascii=False, default=str).encode()
         return data
     except UnicodeEncodeError:
         pass

@@ -52,15 +52,18 @@ def detect_json(head: str, *, filename: str = "", mas_name: str = "", mast_nativ
             return span
         if sniffed := sniff_json(head):
             return sniffed
-    if "HyperAgent_" in head and '"history"' not in head:
+    # each test scans up to 64 KB: the two asked twice are asked once
+    hyperagent = "HyperAgent_" in head
+    history = '"history"' in head
+    if hyperagent and not history:
         return "hyperagent"
     if '"run_id"' in head and '"content"' in head:
         return "metagpt_json"
     who_when_keys = ('"mistake_agent"', '"question"', '"question_ID"', '"is_correct"', '"ground_truth"')
-    if re.match(r'\{\s*"history"\s*:', head) or ('"history"' in head and any(k in head for k in who_when_keys)):
+    if re.match(r'\{\s*"history"\s*:', head) or (history and any(k in head for k in who_when_keys)):
         return "whowhen"
     if '"trajectory"' in head or '"instance_id"' in head or '"problem_statement"' in head:
-        if "HyperAgent_" in head or mas == "HyperAgent":
+        if hyperagent or mas == "HyperAgent":
             return "hyperagent"
         if mas == "AG2" or '"role"' in head:
             return "ag2"
