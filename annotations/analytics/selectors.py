@@ -27,6 +27,7 @@ from django.db import connection
 from django.db.models import Count, F, Max, Q, QuerySet, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
+from annotations.analytics.stats import Groups
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Annotation, ModeLabel, Rater
 from annotations.rounds.agreed import (
@@ -54,9 +55,8 @@ class LabelMatrix:
     category_names: dict[str, str]
     trace_ids: np.ndarray
     X: np.ndarray
-    mas_name: np.ndarray
-    llm_name: np.ndarray
-    benchmark: np.ndarray
+    # framework, LLM and benchmark per row (``FILTER_FIELDS``), as codes into their distinct values
+    groups: dict[str, Groups]
     steps: np.ndarray
     switches: np.ndarray
     repeated: np.ndarray
@@ -70,6 +70,34 @@ class LabelMatrix:
 
     def subset(self, mask: np.ndarray) -> np.ndarray:
         return self.X[mask]
+
+    @property
+    def mas_name(self) -> np.ndarray:
+        return self.groups["mas_name"].strings()
+
+    @property
+    def llm_name(self) -> np.ndarray:
+        return self.groups["llm_name"].strings()
+
+    @property
+    def benchmark(self) -> np.ndarray:
+        return self.groups["benchmark"].strings()
+
+    # Cached as two bit-packed planes (known, present) instead of 8 bytes per cell: at 100,000
+    # traces x 14 modes 0.35 MB to pickle, not 11 MB.
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        X = state.pop("X")
+        state["X_packed"] = (X.shape, np.packbits(~np.isnan(X), axis=None), np.packbits(X == 1, axis=None))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        shape, known, present = state.pop("X_packed")
+        size = int(np.prod(shape))
+        k = np.unpackbits(known, count=size).reshape(shape).astype(bool)
+        p = np.unpackbits(present, count=size).reshape(shape)
+        state["X"] = np.where(k, p, np.nan) if size else np.zeros(shape)
+        self.__dict__.update(state)
 
 
 def dashboard_sources(*, user, project: Project) -> list[tuple[str, str]]:
@@ -192,6 +220,80 @@ def trace_columns(qs: QuerySet, fields: dict[str, type]) -> dict[str, np.ndarray
     }
 
 
+DASHBOARD_TRACE_FIELDS = {
+    "id": int,
+    "mas_name": str,
+    "llm_name": str,
+    "benchmark": str,
+    "n_steps": float,
+    "n_agent_switches": float,
+    "n_repeated_steps": float,
+    "outcome": str,
+}
+TRACE_COLUMNS_SECONDS = 3600
+OUTCOME_VALUE = {"success": 1.0, "failure": 0.0}  # anything else: unknown (NaN)
+
+
+@dataclass
+class TraceColumns:
+    """What the dashboard reads of each trace matching a filter (it depends on the traces only,
+    not on any label), in id order. Framework, LLM and benchmark as codes into their distinct
+    values: 100,000 traces fit in ~3 MB, against ~12 MB as unicode arrays."""
+
+    ids: np.ndarray  # int64, ascending
+    codes: dict[str, np.ndarray]  # field -> int32 position in values[field]
+    values: dict[str, np.ndarray]  # field -> its distinct values (unicode array, sorted)
+    steps: np.ndarray
+    switches: np.ndarray
+    repeated: np.ndarray
+    success: np.ndarray  # 1 succeeded, 0 failed, NaN unknown
+
+
+def trace_facts_key(*, project: Project, facts: dict, filters: dict | None = None) -> str:
+    """Part of a cache key for what depends on the project's traces (and ``filters``) only: the
+    traces' count and highest id (``project_trace_facts``), which move with every import or deletion."""
+    chosen = sorted((k, sorted(v)) for k, v in (filters or {}).items() if v)
+    digest = hashlib.sha256(json.dumps(chosen).encode()).hexdigest()[:32]
+    return f"{project.pk}:{facts['n']}:{facts['last']}:{digest}"
+
+
+def dashboard_trace_columns(
+    *, project: Project, filters: dict | None = None, facts: dict | None = None
+) -> TraceColumns:
+    """``TraceColumns`` of the project's traces matching ``filters`` (field -> accepted values),
+    cached per (project, filters, ``project_trace_facts``): a label saved, a round closed or a
+    decision taken leaves it as it is, so the first dashboard after such a change reads only labels."""
+    filters = {k: v for k, v in (filters or {}).items() if k in FILTER_FIELDS and v}
+    facts = facts or project_trace_facts(project=project)
+    key = f"mast:dashboard-traces:{trace_facts_key(project=project, facts=facts, filters=filters)}"
+    cached = cache.get(key)
+    if cached is not None:
+        return cached
+    trace_q = Q()
+    for k, v in filters.items():
+        trace_q &= Q(**{f"{k}__in": v})
+    cols = trace_columns(Trace.objects.filter(trace_q, project=project), DASHBOARD_TRACE_FIELDS)
+    codes, values = {}, {}
+    for name in FILTER_FIELDS:
+        values[name], inverse = np.unique(cols[name], return_inverse=True)
+        codes[name] = inverse.astype(np.int32).reshape(-1)
+    outcome = cols["outcome"]
+    success = np.full(len(outcome), np.nan)
+    for value, number in OUTCOME_VALUE.items():
+        success[outcome == value] = number
+    out = TraceColumns(
+        ids=cols["id"],
+        codes=codes,
+        values=values,
+        steps=cols["n_steps"],
+        switches=cols["n_agent_switches"],
+        repeated=cols["n_repeated_steps"],
+        success=success,
+    )
+    cache.set(key, out, TRACE_COLUMNS_SECONDS)
+    return out
+
+
 def label_matrix(
     *,
     user,
@@ -199,9 +301,11 @@ def label_matrix(
     source: str = AGREED,
     filters: dict | None = None,
     target: TaxonomyVersion | None = None,
+    facts: dict | None = None,
 ) -> LabelMatrix:
     """The label matrix of the project's traces matching `filters`, from `source` (see module doc),
-    on ``target`` (default: the working version)."""
+    on ``target`` (default: the working version). The traces' own columns come from
+    ``dashboard_trace_columns`` (cached per ``facts``, the traces' ``project_trace_facts``)."""
     target = target or project.taxonomy_version
     filters = {k: v for k, v in (filters or {}).items() if k in FILTER_FIELDS and v}
     trace_q = Q()
@@ -246,20 +350,8 @@ def label_matrix(
     mapper = VersionMapper(target, codes=target_codes)
     folded = agreed_fold_arrays(masks, mapper=mapper)
 
-    cols = trace_columns(
-        Trace.objects.filter(trace_q, project=project),
-        {
-            "id": int,
-            "mas_name": str,
-            "llm_name": str,
-            "benchmark": str,
-            "n_steps": float,
-            "n_agent_switches": float,
-            "n_repeated_steps": float,
-            "outcome": str,
-        },
-    )
-    all_ids = cols["id"]
+    cols = dashboard_trace_columns(project=project, filters=filters, facts=facts)
+    all_ids = cols.ids
     at = np.minimum(np.searchsorted(folded.trace_ids, all_ids), max(len(folded.trace_ids) - 1, 0))
     labelled = (
         (folded.trace_ids[at] == all_ids) & (folded.known[at] != 0) if len(folded.trace_ids) else all_ids != all_ids
@@ -273,7 +365,6 @@ def label_matrix(
     present = ((pk[:, None] >> bits) & np.uint64(1)).astype(float)
     X = np.where(known, present, np.nan) if n else np.zeros((0, m))
 
-    outcome = {"success": 1.0, "failure": 0.0}
     cats = list(Category.objects.filter(version=target).order_by("order", "code").values_list("code", "name"))
     return LabelMatrix(
         codes=target_codes,
@@ -283,15 +374,13 @@ def label_matrix(
         category_names=dict(cats),
         trace_ids=ids,
         X=X,
-        # fixed-width strings, not objects: the matrix is cached, and 300,000 str objects cost
-        # ~0.2 s to pickle at 100,000 traces (a unicode array is one buffer)
-        mas_name=cols["mas_name"][labelled],
-        llm_name=cols["llm_name"][labelled],
-        benchmark=cols["benchmark"][labelled],
-        steps=cols["n_steps"][labelled],
-        switches=cols["n_agent_switches"][labelled],
-        repeated=cols["n_repeated_steps"][labelled],
-        success=np.array([outcome.get(o, np.nan) for o in cols["outcome"][labelled].tolist()], dtype=float),
+        # codes, not strings: the matrix is cached, and 300,000 str objects cost ~0.2 s to pickle
+        # at 100,000 traces (unicode arrays 12 MB); grouping compares integers
+        groups={f: Groups(cols.values[f], cols.codes[f][labelled]) for f in FILTER_FIELDS},
+        steps=cols.steps[labelled],
+        switches=cols.switches[labelled],
+        repeated=cols.repeated[labelled],
+        success=cols.success[labelled],
         n_mapped=mapper.mapped,
         target_label=target.label,
         mapping=mapper.summary(),
