@@ -13,7 +13,8 @@ Run: .venv/bin/python bench/bench_large_project.py [--traces 100000] [--text-kb 
    release when it includes the text (not measured: releases here leave the text out).
 2. Server time through Django's test client (middleware, session, SQL, template), --runs GETs
    each: the trace list (first page, a framework filter, largest first, a search, page 1,000),
-   the analytics dashboard (cache cleared before every GET: the cold case), the round report page
+   the analytics dashboard (cache cleared before every GET: the cold case; one agreed label
+   flipped before every GET: the first request after a decision; then cached), the round report page
    (after the report is computed and stored once, which is timed too).
 3. A release of the whole project (JSONL and Parquet, raters' labels and evidence, no trace text)
    built in this process as the Celery task does, timed.
@@ -177,6 +178,17 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
     )
 
 
+def flip_one_label(rnd) -> None:
+    """One agreed label changes, as a manager's decision does: one adjudication of the closed round
+    flips (present <-> absent). Its triggers move the project's labels stamp and recompute that
+    trace's ``AgreedMask`` row, so the dashboard's labels are stale and its traces' columns are not."""
+    from annotations.models import Adjudication
+
+    adj = Adjudication.objects.filter(round=rnd).order_by("trace_id", "mode_id").first()
+    flipped = "absent" if adj.decision == "present" else "present"
+    Adjudication.objects.filter(pk=adj.pk).update(decision=flipped)
+
+
 def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, int, float]:
     """p50 and p95 wall ms, queries, median CPU ms of this (the web) process; PostgreSQL's is apart."""
     from django.db import connections
@@ -252,7 +264,9 @@ def main() -> None:
     if args.list_only:
         return
     p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", max(3, args.runs // 2), before=cache.clear)
-    print(f"{'analytics dashboard, cache cold':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    print(f"{'analytics dashboard, cache cleared':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", args.runs, before=lambda: flip_one_label(rnd))
+    print(f"{'analytics dashboard, after a label change':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
     p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", args.runs)
     print(f"{'analytics dashboard, cached':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
     t, c = time.perf_counter(), time.process_time()
