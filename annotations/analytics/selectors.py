@@ -363,6 +363,14 @@ def _trace_columns_coded(qs: QuerySet, *, project: Project, facts: dict) -> dict
     return out
 
 
+def mask_bits(masks: np.ndarray, m: int) -> np.ndarray:
+    """Rows of 0/1 (uint8): bit j of ``masks[i]`` (uint64) at ``[i, j]``, j < ``m`` <= 64. The
+    masks' bytes unpacked at once (a few ms at 100,000 x 14, where shifting a 100,000 x 14 uint64
+    copy per bit cost ~10)."""
+    as_bytes = masks.astype("<u8").view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :m]
+
+
 def label_matrix(
     *,
     user,
@@ -429,10 +437,7 @@ def label_matrix(
     ids = all_ids[labelled]
     pk = folded.present[at[labelled]]
     kk = folded.known[at[labelled]]
-    bits = np.arange(m, dtype=np.uint64)
-    known = ((kk[:, None] >> bits) & np.uint64(1)).astype(bool)
-    present = ((pk[:, None] >> bits) & np.uint64(1)).astype(float)
-    X = np.where(known, present, np.nan) if n else np.zeros((0, m))
+    X = np.where(mask_bits(kk, m).astype(bool), mask_bits(pk, m), np.nan) if n else np.zeros((0, m))
 
     cats = list(Category.objects.filter(version=target).order_by("order", "code").values_list("code", "name"))
     return LabelMatrix(

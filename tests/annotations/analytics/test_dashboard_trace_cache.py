@@ -149,3 +149,14 @@ def test_groups_give_what_the_strings_give():
     assert a == b
     assert np.array_equal(groups.equals("AG2"), rows == "AG2")
     assert not groups.equals("Zeta").any() and not groups.equals("nope").any()
+
+
+def test_mask_bits_are_the_masks_bits():
+    from annotations.analytics.selectors import mask_bits
+
+    rng = np.random.default_rng(3)
+    masks = rng.integers(0, 2**63, 200, dtype=np.uint64) | np.uint64(2**63) * (rng.random(200) < 0.5).astype(np.uint64)
+    for m in (1, 14, 33, 64):
+        want = np.array([[(int(v) >> j) & 1 for j in range(m)] for v in masks], dtype=np.uint8)
+        assert np.array_equal(mask_bits(masks, m), want)
+    assert mask_bits(np.zeros(0, dtype=np.uint64), 14).shape == (0, 14)
