@@ -363,6 +363,38 @@ def _trace_columns_coded(qs: QuerySet, *, project: Project, facts: dict) -> dict
     return out
 
 
+def _annotation_mask_arrays(per_annotation: QuerySet, layouts: dict[int, list[str]]) -> MaskArrays | None:
+    """The rows of ``per_annotation`` (trace, annotation, version, present, known, updated at: one
+    per annotation) as ``MaskArrays`` in override order (latest update, then annotation id, last),
+    read as one row of ``string_agg`` columns with the time in microseconds: at 100,000
+    annotations ~0.5 s less CPU than row tuples of Decimals and datetimes sorted in Python.
+    None when a column comes back short (a NULL), so the caller reads the rows."""
+    sql, params = per_annotation.query.sql_with_params()
+    columns = {
+        "t": '"annotation__trace_id"',
+        "a": '"annotation_id"',
+        "v": '"annotation__taxonomy_version_id"',
+        "p": '"p"',
+        "k": '"k"',
+        "at": '(EXTRACT(EPOCH FROM "at") * 1000000)::bigint',
+    }
+    aggs = ", ".join(f"STRING_AGG(({expr})::text, ',')" for expr in columns.values())
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT COUNT(*), {aggs} FROM ({sql}) AS per_annotation", params)  # noqa: S608 - our SQL
+        n, *texts = cur.fetchone()
+    cols = {name: np.fromstring(text or "", dtype=np.int64, sep=",") for name, text in zip(columns, texts, strict=True)}
+    if any(len(c) != n for c in cols.values()):
+        return None
+    order = np.lexsort((cols["a"], cols["at"]))
+    return MaskArrays(
+        cols["t"][order],
+        cols["v"][order],
+        cols["k"][order].astype(np.uint64),
+        cols["p"][order].astype(np.uint64),
+        layouts,
+    )
+
+
 def mask_bits(masks: np.ndarray, m: int) -> np.ndarray:
     """Rows of 0/1 (uint8): bit j of ``masks[i]`` (uint64) at ``[i, j]``, j < ``m`` <= 64. The
     masks' bytes unpacked at once (a few ms at 100,000 x 14, where shifting a 100,000 x 14 uint64
@@ -405,7 +437,7 @@ def label_matrix(
             visible = visible.filter(trace_id__in=trace_ids)
         versions = set(visible.values_list("taxonomy_version_id", flat=True).distinct()) | {target.pk}
         modes = versions_mode_codes(version_ids=versions)
-        per_annotation = list(
+        per_annotation = (
             ModeLabel.objects.filter(annotation__in=visible)
             .values("annotation_id", "annotation__trace_id", "annotation__taxonomy_version_id")
             .annotate(
@@ -416,9 +448,12 @@ def label_matrix(
             .order_by()
             .values_list("annotation__trace_id", "annotation_id", "annotation__taxonomy_version_id", "p", "k", "at")
         )
-        # the latest annotation wins per mode, as the latest closed round does for agreed labels
-        rows = [r[:5] for r in sorted(per_annotation, key=lambda r: (r[5], r[1]))]
-        masks = MaskArrays.from_rows(rows, {vid: [c for _m, c in ms] for vid, ms in modes.items()})
+        layouts = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
+        masks = _annotation_mask_arrays(per_annotation, layouts) if connection.vendor == "postgresql" else None
+        if masks is None:
+            # the latest annotation wins per mode, as the latest closed round does for agreed labels
+            rows = [r[:5] for r in sorted(per_annotation, key=lambda r: (r[5], r[1]))]
+            masks = MaskArrays.from_rows(rows, layouts)
         rater = Rater.objects.filter(pk=rater_id).values_list("name", flat=True).first() or "rater"
         label = f"Labels of {rater}"
 
