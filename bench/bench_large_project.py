@@ -14,7 +14,8 @@ Run: .venv/bin/python bench/bench_large_project.py [--traces 100000] [--text-kb 
 2. Server time through Django's test client (middleware, session, SQL, template), --runs GETs
    each: the trace list (first page, a framework filter, largest first, a search, page 1,000),
    the analytics dashboard (cache cleared before every GET: the cold case; one agreed label
-   flipped before every GET: the first request after a decision; then cached), the round report page
+   flipped before every GET: the first request after a decision; then cached; and one rater's labels
+   as the source, one of her labels changed before every GET), the round report page
    (after the report is computed and stored once, which is timed too).
 3. A release of the whole project (JSONL and Parquet, raters' labels and evidence, no trace text)
    built in this process as the Celery task does, timed.
@@ -189,6 +190,19 @@ def flip_one_label(rnd) -> None:
     Adjudication.objects.filter(pk=adj.pk).update(decision=flipped)
 
 
+def save_one_label(rater) -> None:
+    """What a rater's save writes, in SQL (the round is closed, so the service would refuse): one of
+    her mode labels flips, her annotation's revision and update time move."""
+    from django.db.models import F
+    from django.utils import timezone
+
+    from annotations.models import Annotation, ModeLabel
+
+    label = ModeLabel.objects.filter(annotation__rater=rater).order_by("annotation_id", "mode_id").first()
+    ModeLabel.objects.filter(pk=label.pk).update(decision="absent" if label.decision == "present" else "present")
+    Annotation.objects.filter(pk=label.annotation_id).update(revision=F("revision") + 1, updated_at=timezone.now())
+
+
 def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, int, float]:
     """p50 and p95 wall ms, queries, median CPU ms of this (the web) process; PostgreSQL's is apart."""
     from django.db import connections
@@ -239,7 +253,7 @@ def main() -> None:
     from django.core.cache import cache
     from django.test import Client
 
-    from annotations.models import Round
+    from annotations.models import Rater, Round
     from annotations.rounds.services import agreement_report_get
     from traces.models import Trace
 
@@ -277,6 +291,12 @@ def main() -> None:
     )
     p50, p95, q, cpu = time_get(client, f"/p/bench/rounds/{rnd.pk}/report/", args.runs)
     print(f"{'round report page (stored report)':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    # last: her saves make the stored round report stale (the next run with --keep-report recomputes it)
+    rater = Rater.objects.get(name="bench-rater-0")
+    p50, p95, q, cpu = time_get(
+        client, f"/p/bench/analytics/?rater={rater.pk}", max(3, args.runs // 2), before=lambda: save_one_label(rater)
+    )
+    print(f"{'dashboard of a rater, after she saves':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
 
     if not args.no_release:
         for formats in (["jsonl"], ["parquet"]):
