@@ -130,9 +130,8 @@ def test_page_query_count_is_pinned(client, project, manager, data, django_asser
     client.force_login(manager)
     client.get(f"/p/{project.slug}/analytics/frameworks/")
     cache.clear()
-    # 15: + the version graph and the mappings' fingerprint (labels of other versions are mapped),
+    # 14: + the version graph and the mappings' fingerprint (labels of other versions are mapped),
     # the closed rounds' order and versions in one read of the round rows, their bit layouts and
-    # the AgreedMask rows (kept by triggers; no aggregate over adjudications); the traces' distinct
-    # frameworks, LLMs and benchmarks (so the trace columns arrive as numbers) and the columns
-    with django_assert_num_queries(15):
+    # the AgreedMask rows (kept by triggers; no aggregate over adjudications)
+    with django_assert_num_queries(14):
         assert client.get(f"/p/{project.slug}/analytics/frameworks/").status_code == 200
