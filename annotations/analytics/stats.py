@@ -169,13 +169,16 @@ def phi_matrix(X: np.ndarray) -> np.ndarray:
     k = X.shape[1]
     out = np.full((k, k), np.nan)
     known = ~np.isnan(X)
-    V = np.where(known, X, 0.0)  # as nan_to_num, at a fifth of its cost (no infinities here)
-    Kf = known.astype(float)
-    # Sums over pairwise-complete rows, all pairs at once.
-    n = Kf.T @ Kf
-    sx = V.T @ Kf  # sum of column i over rows where j known
+    # Sums over pairwise-complete rows, all pairs at once, as matrix products of 0/1 matrices: in
+    # float32 (half the time of float64) while every sum stays below 2**24, where float32 counts
+    # exactly; the results are the same integers.
+    dtype = np.float32 if X.shape[0] < 2**24 else float
+    V = (X == 1).astype(dtype)  # binary: the present cells, 0 where absent or unknown
+    Kf = known.astype(dtype)
+    n = (Kf.T @ Kf).astype(float)
+    sx = (V.T @ Kf).astype(float)  # sum of column i over rows where j known
     sxx = sx  # binary: x^2 == x
-    sxy = V.T @ V
+    sxy = (V.T @ V).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_i = sx / n
         mean_j = sx.T / n
