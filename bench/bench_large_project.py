@@ -13,7 +13,9 @@ Run: .venv/bin/python bench/bench_large_project.py [--traces 100000] [--text-kb 
    release when it includes the text (not measured: releases here leave the text out).
 2. Server time through Django's test client (middleware, session, SQL, template), --runs GETs
    each: the trace list (first page, a framework filter, largest first, a search, page 1,000),
-   the analytics dashboard (cache cleared before every GET: the cold case), the round report page
+   the analytics dashboard (cache cleared before every GET: the cold case; one agreed label
+   flipped before every GET: the first request after a decision; then cached; and one rater's labels
+   as the source, one of her labels changed before every GET), the round report page
    (after the report is computed and stored once, which is timed too).
 3. A release of the whole project (JSONL and Parquet, raters' labels and evidence, no trace text)
    built in this process as the Celery task does, timed.
@@ -177,6 +179,31 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
     )
 
 
+def flip_one_label(rnd) -> None:
+    """One agreed label changes, as a manager's decision does: one adjudication of the closed round
+    flips (present <-> absent). Its triggers move the project's labels stamp and recompute that
+    trace's ``AgreedMask`` row, so the dashboard's labels are stale and its traces' columns are not."""
+    from annotations.models import Adjudication
+
+    adj = Adjudication.objects.filter(round=rnd).order_by("trace_id", "mode_id").first()
+    flipped = "absent" if adj.decision == "present" else "present"
+    Adjudication.objects.filter(pk=adj.pk).update(decision=flipped)
+
+
+def save_one_label(rater) -> None:
+    """What a rater's save writes, in SQL (the round is closed, so the service would refuse): one of
+    her mode labels flips, her annotation's revision and update time move."""
+    from django.db.models import F
+    from django.utils import timezone
+
+    from annotations.models import Annotation, ModeLabel
+
+    first = Annotation.objects.filter(rater=rater).order_by("id").values_list("id", flat=True).first()
+    label = ModeLabel.objects.filter(annotation_id=first).order_by("mode_id").first()
+    ModeLabel.objects.filter(pk=label.pk).update(decision="absent" if label.decision == "present" else "present")
+    Annotation.objects.filter(pk=label.annotation_id).update(revision=F("revision") + 1, updated_at=timezone.now())
+
+
 def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, int, float]:
     """p50 and p95 wall ms, queries, median CPU ms of this (the web) process; PostgreSQL's is apart."""
     from django.db import connections
@@ -227,7 +254,7 @@ def main() -> None:
     from django.core.cache import cache
     from django.test import Client
 
-    from annotations.models import Round
+    from annotations.models import Annotation, ModeLabel, Rater, Round
     from annotations.rounds.services import agreement_report_get
     from traces.models import Trace
 
@@ -252,7 +279,9 @@ def main() -> None:
     if args.list_only:
         return
     p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", max(3, args.runs // 2), before=cache.clear)
-    print(f"{'analytics dashboard, cache cold':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    print(f"{'analytics dashboard, cache cleared':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", args.runs, before=lambda: flip_one_label(rnd))
+    print(f"{'analytics dashboard, after a label change':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
     p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", args.runs)
     print(f"{'analytics dashboard, cached':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
     t, c = time.perf_counter(), time.process_time()
@@ -263,6 +292,16 @@ def main() -> None:
     )
     p50, p95, q, cpu = time_get(client, f"/p/bench/rounds/{rnd.pk}/report/", args.runs)
     print(f"{'round report page (stored report)':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    rater = Rater.objects.get(name="bench-rater-0")
+    saved = Annotation.objects.filter(rater=rater).order_by("id").values("id", "revision", "updated_at").first()
+    label = ModeLabel.objects.filter(annotation_id=saved["id"]).order_by("mode_id").values("id", "decision").first()
+    p50, p95, q, cpu = time_get(
+        client, f"/p/bench/analytics/?rater={rater.pk}", max(3, args.runs // 2), before=lambda: save_one_label(rater)
+    )
+    print(f"{'dashboard of a rater, after she saves':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    # her saves undone, so that the stored round report stays fresh for the next run with --keep-report
+    ModeLabel.objects.filter(pk=label["id"]).update(decision=label["decision"])
+    Annotation.objects.filter(pk=saved["id"]).update(revision=saved["revision"], updated_at=saved["updated_at"])
 
     if not args.no_release:
         for formats in (["jsonl"], ["parquet"]):

@@ -28,6 +28,7 @@ from annotations.analytics.selectors import (
     dashboard_sources,
     label_matrix,
     labels_fingerprint,
+    project_trace_facts,
 )
 from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
@@ -65,11 +66,12 @@ def paper_selection(*, user, project, params, strict: bool = False) -> Selection
         if strict:
             raise QueryParamError("rater", f"no rater {source[:40]!r} you may see; use 'agreed' or a rater id")
         source = AGREED
-    fingerprint = labels_fingerprint(user=user, project=project, source=source, filters=filters)
+    facts = project_trace_facts(project=project)
+    fingerprint = labels_fingerprint(user=user, project=project, source=source, filters=filters, facts_of_traces=facts)
     key = f"mast:dashboard-matrix:{fingerprint}"
     M = cache.get(key)
     if M is None:
-        M = label_matrix(user=user, project=project, source=source, filters=filters)
+        M = label_matrix(user=user, project=project, source=source, filters=filters, facts=facts)
         cache.set(key, M, CACHE_SECONDS)
     rows = paper.framework_mode_table(M.X, M.mas_name)
     return Selection(source, M.source_label, filters, M.codes, M.names, rows, M.n_mapped, sources)
@@ -126,10 +128,7 @@ def framework_modes_page(request, slug):
         {
             "code": code,
             "name": sel.names.get(code, ""),
-            "cells": [
-                _cell(row.framework, row.cells[m], traces)
-                for row in sel.rows
-            ],
+            "cells": [_cell(row.framework, row.cells[m], traces) for row in sel.rows],
         }
         for m, code in enumerate(sel.codes)
     ]

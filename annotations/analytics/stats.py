@@ -58,8 +58,8 @@ class ModeShare:
 
 
 def mode_distribution(X: np.ndarray, codes: list[str]) -> list[ModeShare]:
-    present = np.nansum(X == 1, axis=0).astype(int) if X.size else np.zeros(len(codes), int)
-    known = np.sum(~np.isnan(X), axis=0).astype(int) if X.size else np.zeros(len(codes), int)
+    present = np.count_nonzero(X == 1, axis=0) if X.size else np.zeros(len(codes), int)
+    known = np.count_nonzero(~np.isnan(X), axis=0) if X.size else np.zeros(len(codes), int)
     total = int(present.sum())
     of_failures = _nan_div(present, total)
     of_traces = _nan_div(present, known)
@@ -74,24 +74,29 @@ def category_matrix(X: np.ndarray, column_categories: list[str], categories: lis
     known absent, NaN otherwise."""
     out = np.full((X.shape[0], len(categories)), np.nan)
     cols = np.asarray(column_categories)
+    present, unknown = X == 1, np.isnan(X)  # once, not per category
     for j, cat in enumerate(categories):
-        sub = X[:, cols == cat]
-        if sub.shape[1] == 0:
+        idx = np.flatnonzero(cols == cat)
+        if idx.size == 0:
             continue
-        any_present = np.any(sub == 1, axis=1)
-        all_known = ~np.any(np.isnan(sub), axis=1)
-        out[:, j] = np.where(any_present, 1.0, np.where(all_known, 0.0, np.nan))
+        column = out[:, j]
+        column[~np.any(unknown[:, idx], axis=1)] = 0.0
+        column[np.any(present[:, idx], axis=1)] = 1.0
     return out
 
 
-def category_distribution(X: np.ndarray, column_categories: list[str], categories: list[str]) -> list[dict]:
-    """Per category: its failures (present labels), share of all failures, share of traces showing it."""
+def category_distribution(
+    X: np.ndarray, column_categories: list[str], categories: list[str], C: np.ndarray | None = None
+) -> list[dict]:
+    """Per category: its failures (present labels), share of all failures, share of traces showing it.
+    ``C``: ``category_matrix`` of the same arguments, when the caller has it already."""
     cols = np.asarray(column_categories)
-    present = np.array([int(np.nansum(X[:, cols == c] == 1)) for c in categories])
+    per_mode = np.count_nonzero(X == 1, axis=0)
+    present = np.array([int(per_mode[cols == c].sum()) for c in categories])
     total = int(present.sum())
-    C = category_matrix(X, column_categories, categories)
-    showing = np.nansum(C == 1, axis=0)
-    known_or_present = np.sum(~np.isnan(C), axis=0)
+    C = category_matrix(X, column_categories, categories) if C is None else C
+    showing = np.count_nonzero(C == 1, axis=0)
+    known_or_present = np.count_nonzero(~np.isnan(C), axis=0)
     return [
         {
             "category": cat,
@@ -104,10 +109,33 @@ def category_distribution(X: np.ndarray, column_categories: list[str], categorie
     ]
 
 
+@dataclass(frozen=True)
+class Groups:
+    """A column of group names (framework, LLM, benchmark) as codes into its distinct values, as
+    pandas' categoricals: comparing 100,000 small integers costs a fraction of comparing strings."""
+
+    values: np.ndarray  # distinct names (unicode array, sorted)
+    codes: np.ndarray  # int per row: position in ``values``
+
+    def strings(self) -> np.ndarray:
+        return self.values[self.codes]
+
+    def equals(self, value: str) -> np.ndarray:
+        """Row mask of the rows named ``value``."""
+        at = int(np.searchsorted(self.values, value))
+        if at < len(self.values) and self.values[at] == value:
+            return self.codes == at
+        return np.zeros(len(self.codes), dtype=bool)
+
+
 def _group_masks(groups) -> list[tuple]:
-    """(group value, row mask) per distinct value, the empty value last, others by name. Kept in
-    the array's own dtype: a unicode array (``label_matrix``'s) compares in C, where an object
-    array compared element by element in Python (100,000 rows x 7 groups)."""
+    """(group value, row mask) per distinct value, the empty value last, others by name. ``Groups``
+    compare as integers; an array is kept in its own dtype: a unicode array compares in C, where
+    an object array compared element by element in Python (100,000 rows x 7 groups)."""
+    if isinstance(groups, Groups):
+        used = np.flatnonzero(np.bincount(groups.codes, minlength=len(groups.values)))
+        names = {str(groups.values[i]): int(i) for i in used}
+        return [(g, groups.codes == names[g]) for g in sorted(names, key=lambda v: (v == "", v))]
     arr = np.asarray(groups)
     return [(g, arr == g) for g in sorted(set(arr.tolist()), key=lambda v: (v == "", str(v)))]
 
@@ -141,13 +169,16 @@ def phi_matrix(X: np.ndarray) -> np.ndarray:
     k = X.shape[1]
     out = np.full((k, k), np.nan)
     known = ~np.isnan(X)
-    V = np.nan_to_num(X, nan=0.0)
-    Kf = known.astype(float)
-    # Sums over pairwise-complete rows, all pairs at once.
-    n = Kf.T @ Kf
-    sx = (V * 1.0).T @ Kf  # sum of column i over rows where j known
+    # Sums over pairwise-complete rows, all pairs at once, as matrix products of 0/1 matrices: in
+    # float32 (half the time of float64) while every sum stays below 2**24, where float32 counts
+    # exactly; the results are the same integers.
+    dtype = np.float32 if X.shape[0] < 2**24 else float
+    V = (X == 1).astype(dtype)  # binary: the present cells, 0 where absent or unknown
+    Kf = known.astype(dtype)
+    n = (Kf.T @ Kf).astype(float)
+    sx = (V.T @ Kf).astype(float)  # sum of column i over rows where j known
     sxx = sx  # binary: x^2 == x
-    sxy = V.T @ V
+    sxy = (V.T @ V).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_i = sx / n
         mean_j = sx.T / n

@@ -67,7 +67,7 @@ def _cohort_mask(M, spec: str) -> tuple[np.ndarray, str] | None:
     key, value = spec.split(":", 1)
     if key not in FILTER_FIELDS:
         return None
-    return getattr(M, key) == value, f"{FIELD_LABELS[key]} {value or '(unknown)'}"
+    return M.groups[key].equals(value), f"{FIELD_LABELS[key]} {value or '(unknown)'}"
 
 
 def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str = "holm") -> tuple[list[Chart], dict]:
@@ -122,7 +122,8 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
         )
     )
 
-    cats = analytics.category_distribution(M.X, M.column_categories, M.categories)
+    C = analytics.category_matrix(M.X, M.column_categories, M.categories)
+    cats = analytics.category_distribution(M.X, M.column_categories, M.categories, C=C)
     out.append(
         Chart(
             "categories",
@@ -152,7 +153,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
         )
     )
 
-    groups = analytics.per_group(M.X, M.mas_name, M.column_categories, M.categories)
+    groups = analytics.per_group(M.X, M.groups["mas_name"], M.column_categories, M.categories)
     gnames = [g["group"] or "(unknown)" for g in groups]
     out.append(
         Chart(
@@ -210,7 +211,6 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
             f"Off-diagonal range {charts._corr(lo)} to {charts._corr(hi)} (the paper: at most 0.63 between modes).",
         )
     )
-    C = analytics.category_matrix(M.X, M.column_categories, M.categories)
     cphi = analytics.phi_matrix(C) if C.shape[0] else np.full((len(M.categories),) * 2, np.nan)
     clo, chi = analytics.off_diagonal_range(cphi)
     out.append(
@@ -291,7 +291,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
         )
 
     failed = np.any(M.X == 1, axis=1).astype(float) if M.X.shape[0] else np.zeros(0)
-    eff = analytics.efficiency(M.mas_name, M.steps, M.switches, M.repeated, failed, M.success)
+    eff = analytics.efficiency(M.groups["mas_name"], M.steps, M.switches, M.repeated, failed, M.success)
     out.append(
         Chart(
             "efficiency",
@@ -395,7 +395,9 @@ def dashboard(request, slug):
         matrix_key = f"mast:dashboard-matrix:{fingerprint}"
         M = cache.get(matrix_key)
         if M is None:
-            M = label_matrix(user=request.user, project=project, source=source, filters=filters, target=target)
+            M = label_matrix(
+                user=request.user, project=project, source=source, filters=filters, target=target, facts=facts
+            )
             cache.set(matrix_key, M, CACHE_SECONDS)
         chart_list, summary = build_charts(M, cohort_a=cohort_a, cohort_b=cohort_b, correction=correction)
         cached = (chart_list, summary, M.source_label, M.n_mapped, M.mapping)

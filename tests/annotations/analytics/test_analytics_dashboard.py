@@ -165,3 +165,18 @@ def test_a_new_cohort_reuses_the_cached_label_matrix(client, project, viewer, da
     with django_assert_num_queries(11):  # as a repeated request: the matrix and the filter choices are cached
         resp = client.get(url(project, a="mas_name:ChatDev", b="llm_name:claude"))
     assert "cohort" in resp.context["charts"]
+
+
+def test_dashboard_after_a_decision_query_count_is_pinned(client, project, manager, data, django_assert_num_queries):
+    from annotations.models import Adjudication
+
+    client.force_login(manager)
+    client.get(url(project))
+    rnd = Round.objects.get(project=project, state="closed")
+    adj = Adjudication.objects.filter(round=rnd).order_by("id").first()
+    Adjudication.objects.filter(pk=adj.pk).update(decision="absent" if adj.decision == "present" else "present")
+    # 16 = the pinned cold request's 17 less the traces' columns (cached per the traces' count and
+    # last id, as their distinct values are): the labels' stamp moved, so only labels are read again
+    with django_assert_num_queries(16):
+        resp = client.get(url(project))
+    assert resp.status_code == 200

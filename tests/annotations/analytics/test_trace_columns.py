@@ -44,3 +44,17 @@ def test_no_rows_give_empty_columns(project):
     cols = trace_columns(Trace.objects.filter(project=project), FIELDS)
     assert all(len(v) == 0 for v in cols.values())
     assert cols["id"].dtype == np.int64
+
+
+def test_coded_columns_give_the_strings_in_id_order(project):
+    from annotations.analytics.selectors import CODED
+
+    names = ["ChatDev", "", "AG2", "Magentic One", "ChatDev", f"B{SEP}C"]
+    for name in names:
+        make_trace(project, mas_name=name)
+    for kept in (names[:-1], names):  # the last one holds the separator: read from the rows
+        qs = Trace.objects.filter(project=project, mas_name__in=kept)
+        values, codes = trace_columns(qs, {"id": int, "mas_name": CODED})["mas_name"]
+        assert values.tolist() == sorted(set(kept))
+        assert values[codes].tolist() == list(qs.order_by("id").values_list("mas_name", flat=True))
+        assert codes.dtype == np.int32
