@@ -126,6 +126,21 @@ class Trace(models.Model):
         return self.title or self.external_id or f"Trace #{self.pk}"
 
 
+class TracesStamp(models.Model):
+    """A number that changes whenever one of the project's trace rows is edited in place: bumped
+    by database triggers (migration 0012) on every UPDATE of ``traces_trace``, whatever wrote it
+    (admin, shell, SQL). Imports only insert and deletions only delete, which the traces' count
+    and highest id already show, so they pay nothing. Caches of what depends on trace rows (the
+    dashboard's trace columns, the filter choices) key on count, highest id and this number
+    (``annotations.analytics.selectors.project_trace_facts``). No code writes it."""
+
+    # no FK constraint, as LabelsStamp: an orphan stamp is harmless
+    project = models.OneToOneField(
+        Project, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    version = models.BigIntegerField(default=0)
+
+
 class Step(models.Model):
     class Kind(models.TextChoices):
         MESSAGE = "message", "Message"
@@ -210,6 +225,7 @@ class ImportJob(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
     class Failure(models.TextChoices):
         NONE = "", "Not failed"
         REFUSED = "refused", "The upload was refused"  # bad file, over a limit: deleted, retrying cannot help

@@ -24,7 +24,7 @@ import numpy as np
 from django.contrib.postgres.aggregates import StringAgg
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, F, Max, Q, QuerySet, TextField, Value
+from django.db.models import Count, F, Max, Q, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
 from annotations.analytics.stats import Groups
@@ -40,7 +40,7 @@ from annotations.rounds.agreed import (
 from taxonomy.mapping import VersionMapper, mappings_fingerprint
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes, versions_mode_codes
-from traces.models import Project, Trace
+from traces.models import Project, Trace, TracesStamp
 
 AGREED = "agreed"
 FILTER_FIELDS = ("mas_name", "llm_name", "benchmark")
@@ -115,9 +115,15 @@ def dashboard_sources(*, user, project: Project) -> list[tuple[str, str]]:
 
 
 def project_trace_facts(*, project: Project) -> dict:
-    """The project's trace count and highest id: one index-only scan (``trace_project_recent``);
-    changes with every import or deletion. Part of the keys of the dashboard's caches."""
-    return Trace.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+    """The project's trace count and highest id (one index-only scan of ``trace_project_recent``),
+    which change with every import or deletion, and its ``TracesStamp`` (bumped by a trigger on
+    every UPDATE of a trace row: an edit in admin), in one query. Part of the keys of the
+    dashboard's caches."""
+    stamp = TracesStamp.objects.filter(project_id=project.pk).values("version")[:1]
+    # Max of an uncorrelated subquery: computed once (an InitPlan), and an aggregate as aggregate() wants
+    facts = Trace.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"), edits=Max(Subquery(stamp)))
+    facts["edits"] = facts["edits"] or 0
+    return facts
 
 
 def project_trace_values(*, project: Project, facts: dict | None = None) -> dict[str, list[str]]:
@@ -125,7 +131,7 @@ def project_trace_values(*, project: Project, facts: dict | None = None) -> dict
     among them when a trace has it; one ``GROUP BY``, cached per ``project_trace_facts`` (it reads
     every trace: 0.1-0.4 s at 100,000)."""
     facts = facts or project_trace_facts(project=project)
-    key = f"mast:trace-values:{project.pk}:{facts['n']}:{facts['last']}"
+    key = f"mast:trace-values:{project.pk}:{facts['n']}:{facts['last']}:{facts['edits']}"
     cached = cache.get(key)
     if cached is not None:
         return cached
@@ -304,10 +310,11 @@ class TraceColumns:
 
 def trace_facts_key(*, project: Project, facts: dict, filters: dict | None = None) -> str:
     """Part of a cache key for what depends on the project's traces (and ``filters``) only: the
-    traces' count and highest id (``project_trace_facts``), which move with every import or deletion."""
+    traces' count and highest id, which move with every import or deletion, and the traces stamp,
+    which moves with every edit of a trace row (``project_trace_facts``)."""
     chosen = sorted((k, sorted(v)) for k, v in (filters or {}).items() if v)
     digest = hashlib.sha256(json.dumps(chosen).encode()).hexdigest()[:32]
-    return f"{project.pk}:{facts['n']}:{facts['last']}:{digest}"
+    return f"{project.pk}:{facts['n']}:{facts['last']}:{facts['edits']}:{digest}"
 
 
 def dashboard_trace_columns(

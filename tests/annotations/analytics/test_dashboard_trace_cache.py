@@ -112,7 +112,26 @@ def test_a_selection_read_after_a_trace_edit_holds_the_new_framework(project, la
     Trace.objects.filter(pk=labelled[0][0].pk).update(mas_name="Magentic-One")  # count and last id unchanged
     cols = dashboard_trace_columns(project=project, filters={"llm_name": ["gpt-4o"]})  # not cached yet
     assert "Magentic-One" in cols.values["mas_name"][cols.codes["mas_name"]].tolist()
-    # (a selection cached before the edit keeps the old name until it expires: see bench/README, dash3)
+
+
+def test_an_edit_in_place_reaches_the_cached_columns_choices_and_page(client, project, viewer, labelled):
+    """An admin's correction keeps the traces' count and highest id: the traces stamp (a trigger on
+    UPDATE) moves the keys, so nothing cached before the edit is served after it."""
+    traces, _rnd = labelled
+    client.force_login(viewer)
+    dashboard(client, project)  # caches the columns, the filter choices and the page's figures
+    before = dashboard_trace_columns(project=project)
+    assert "Magentic-One" not in before.values["mas_name"].tolist()
+    for t in traces[:2]:
+        t.mas_name, t.outcome = "Magentic-One", "failure"
+        t.save(update_fields=["mas_name", "outcome"])  # as the admin's change form saves
+    cols = dashboard_trace_columns(project=project)
+    names = cols.values["mas_name"][cols.codes["mas_name"]].tolist()
+    assert names[:2] == ["Magentic-One", "Magentic-One"]
+    assert cols.success[:2].tolist() == [0.0, 0.0]
+    assert "Magentic-One" in dashboard_filter_choices(project=project)["mas_name"]
+    resp = dashboard(client, project)
+    assert "Magentic-One" in [g[0] for g in resp.context["charts"]["frameworks_rate"].rows]
 
 
 def test_filter_choices_equal_the_distinct_values(project, labelled):
