@@ -40,7 +40,6 @@ from annotations.labels.visibility import BLIND_ROUND_STATES
 from annotations.models import (
     Annotation,
     AnnotationEvent,
-    OpenCode,
     Rater,
     Round,
     RoundAnnotator,
@@ -459,9 +458,6 @@ def _apply(
         )
     if before.get("attribution") != content["attribution"]:
         attribution_write(annotation=current, value=content["attribution"])
-    if before["open_codes"] != content["open_codes"]:
-        codes = _open_codes_get_or_create(project_id=current.trace.project_id, names=content["open_codes"])
-        current.open_codes.set(codes)
     action = AnnotationEvent.Action.SAVE
     update = ["task_success", "notes", "revision", "updated_at"]
     if current.state == Annotation.State.SUBMITTED and _missing_decisions(annotation=current, labels=content["labels"]):
@@ -475,7 +471,7 @@ def _apply(
     current.updated_at = now = timezone.now()
     after = {"revision": current.revision, "state": current.state, **content}
     gone, put = _label_changes(annotation=current, old=before["labels"], new=content["labels"])
-    sql.annotation_change_write(  # one round trip: labels, the row, the history event
+    sql.annotation_change_write(  # one round trip: labels, open codes, the row, the history event
         annotation_id=current.pk,
         gone=gone,
         put=put,
@@ -486,6 +482,9 @@ def _apply(
         revision=current.revision,
         before=before,
         after=after,
+        open_codes=(current.trace.project_id, content["open_codes"])
+        if before["open_codes"] != content["open_codes"]
+        else None,
     )
     current.snapshot = after
     return current
@@ -504,19 +503,6 @@ def _label_changes(*, annotation: Annotation, old: list[dict], new: list[dict]) 
         if old_by_code.get(lab["code"]) != lab
     ]
     return gone, put
-
-
-def _open_codes_get_or_create(*, project_id: int, names: list[str]) -> list[OpenCode]:
-    if not names:
-        return []
-    existing = {c.name: c for c in OpenCode.objects.filter(project_id=project_id, name__in=names)}
-    missing = [name for name in names if name not in existing]
-    if missing:
-        OpenCode.objects.bulk_create(
-            [OpenCode(project_id=project_id, name=name) for name in missing], ignore_conflicts=True
-        )
-        existing = {c.name: c for c in OpenCode.objects.filter(project_id=project_id, name__in=names)}
-    return [existing[name] for name in names]
 
 
 def annotation_submit(*, annotation: Annotation, by, base_revision: int) -> Annotation:

@@ -226,11 +226,16 @@ def annotation_change_write(
     revision: int,
     before: dict,
     after: dict,
+    open_codes: tuple[int, list[str]] | None = None,
 ) -> None:
     """An accepted save's writes in ONE round trip on PostgreSQL (``sql_execute_batch``): delete the
     labels of modes ``gone``, insert or overwrite ``put`` (mode id, decision, evidence, rationale),
-    UPDATE the annotation's row with ``values`` and INSERT its history event."""
+    with ``open_codes`` = (project id, names) make the annotation's open codes exactly those names
+    (creating the project's missing ones), UPDATE the annotation's row with ``values`` and INSERT
+    its history event. Each statement sees the rows of the ones before it (one transaction)."""
     statements: list = []
+    if open_codes is not None:
+        statements += _open_codes_statements(annotation_id, *open_codes, at=at)
     if gone:
         marks = ", ".join(["%s"] * len(gone))
         statements.append(
@@ -255,3 +260,26 @@ def annotation_change_write(
     }
     statements.append(sql_insert_statement(AnnotationEvent, [event]))
     sql_execute_batch(statements)
+
+
+def _open_codes_statements(annotation_id: int, project_id: int, names: list[str], *, at: datetime) -> list:
+    """The annotation's open codes set to ``names`` (get-or-create by name in the project, then the
+    links): what ``OpenCode.objects.bulk_create(ignore_conflicts=True)`` and ``open_codes.set()`` did,
+    as three statements. A code created concurrently by another save is found by the later ones."""
+    if not names:
+        return [(f"DELETE FROM {ANN_CODES} WHERE annotation_id = %s", [annotation_id])]  # noqa: S608
+    rows = [{"project_id": project_id, "name": name, "created_at": at, "promoted_how": ""} for name in names]
+    marks = ", ".join(["%s"] * len(names))
+    mine = f"SELECT c.id FROM {CODE} c WHERE c.project_id = %s AND c.name IN ({marks})"  # noqa: S608
+    return [
+        sql_insert_statement(OpenCode, rows, ignore_conflicts=True),
+        (
+            f"DELETE FROM {ANN_CODES} WHERE annotation_id = %s AND opencode_id NOT IN ({mine})",  # noqa: S608
+            [annotation_id, project_id, *names],
+        ),
+        (
+            f"INSERT INTO {ANN_CODES} (annotation_id, opencode_id) SELECT %s, c.id FROM {CODE} c"  # noqa: S608
+            f" WHERE c.project_id = %s AND c.name IN ({marks}) ON CONFLICT DO NOTHING",
+            [annotation_id, project_id, *names],
+        ),
+    ]
