@@ -45,6 +45,7 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=45)
     # What a piece costs, by leaving it out (measurement only; the saves may then skip checks).
     ap.add_argument("--drop-middleware", action="append", default=[], metavar="CLASS", help="e.g. CSPMiddleware")
+    ap.add_argument("--pg-set", action="append", default=[], metavar="NAME=VALUE", help="e.g. synchronous_commit=off")
     ap.add_argument("--no-health-checks", action="store_true", help="CONN_HEALTH_CHECKS off (no SELECT 1 per request)")
     args = ap.parse_args()
     os.environ.update(bench_env(args.db, CONN_MAX_AGE="600", LOG_LEVEL="ERROR", ALLOWED_HOSTS="127.0.0.1"))
@@ -145,6 +146,9 @@ def main() -> int:
     for i in range(args.warm):
         one(clients[i % len(clients)])
     with connection.cursor() as cursor:
+        for setting in args.pg_set:  # this session only
+            name, value = setting.split("=", 1)
+            cursor.execute("SELECT set_config(%s, %s, false)", [name, value])
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     status.clear()
