@@ -17,7 +17,9 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+from django.contrib.auth import get_user_model
 from django.db import connection
+from rest_framework.authtoken.models import Token
 
 from annotations.labels.bulk import (
     sql_execute_batch,
@@ -39,6 +41,7 @@ from annotations.models import (
 )
 from taxonomy.models import TaxonomyVersion
 from traces.models import Membership, Project, Trace
+from traces.sqlrows import model_select, model_width
 
 ANN, RATER, ROUND, ATTR, LABEL, CODE = (
     m._meta.db_table for m in (Annotation, Rater, Round, Attribution, ModeLabel, OpenCode)
@@ -80,6 +83,10 @@ def save_target(
     row = sql_fetchone(SAVE_TARGET, [user_id, trace_id, slug])
     if row is None:
         return None, None, None
+    return _save_target_of(row)
+
+
+def _save_target_of(row: tuple) -> tuple[Project, str | None, Trace | None]:
     pk, p_slug, name, version_id, taxonomy_id, number, status, role, t_id, n_lines, n_steps = row
     db = connection.alias
     project = Project.from_db(db, ["id", "slug", "name", "taxonomy_version_id"], [pk, p_slug, name, version_id])
@@ -91,6 +98,35 @@ def save_target(
         trace = Trace.from_db(db, ["id", "project_id", "n_lines", "n_steps"], [t_id, pk, n_lines, n_steps])
         trace.project = project
     return project, role, trace
+
+
+def save_target_for_token(
+    *, key: str, slug: str, trace_id: int | None
+) -> tuple[tuple, tuple, tuple[Project | None, str | None, Trace | None]] | None:
+    """API token authentication and ``save_target`` in one statement: (the token's row, its user's
+    row, as ``model_select`` lists them for ``model_from_row``; the project, my role and the trace,
+    as ``save_target`` gives them), or None for an unknown key."""
+    user_model = get_user_model()
+    sql = (
+        f"SELECT {model_select(Token, 'tk')}, {model_select(user_model, 'u')},"  # noqa: S608 - names from the models
+        " p.id, p.slug, p.name, p.taxonomy_version_id, v.taxonomy_id, v.number, v.status, m.role,"
+        " t.id, t.n_lines, t.n_steps"
+        f" FROM {Token._meta.db_table} tk JOIN {user_model._meta.db_table} u ON u.id = tk.user_id"
+        f" LEFT JOIN {PROJECT} p ON p.slug = %s LEFT JOIN {VERSION} v ON v.id = p.taxonomy_version_id"
+        f" LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = u.id"
+        f" LEFT JOIN {TRACE} t ON t.id = %s AND t.project_id = p.id"
+        " WHERE tk.key = %s"
+    )
+    row = sql_fetchone(sql, [slug, trace_id, key])
+    if row is None:
+        return None
+    n_token, n_user = model_width(Token), model_width(user_model)
+    target = row[n_token + n_user :]
+    return (
+        row[:n_token],
+        row[n_token : n_token + n_user],
+        _save_target_of(target) if target[0] is not None else (None, None, None),
+    )
 
 
 @dataclass

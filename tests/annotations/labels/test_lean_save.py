@@ -181,16 +181,16 @@ def test_a_string_revision_is_read_as_drf_reads_it(trace, annotator):
 
 
 @on_postgresql
-def test_a_changed_save_costs_six_queries(trace, annotator, django_assert_num_queries):
+def test_a_changed_save_costs_five_queries(trace, annotator, django_assert_num_queries):
     c = token_client(annotator)
     labels = [lab("1.1", evidence=[{"step": 2}], rationale="a")]
     c.put(url(trace), state(0, labels, open_codes=["loop"]), format="json")
     labels[0]["rationale"] = "a longer reason"
-    # token (+ user); project + membership + trace in one; BEGIN; the lock (+ rater, round,
-    # attribution) sent with the read of its labels and open codes; the changed label's upsert, the
-    # annotation's UPDATE and the history INSERT sent together; COMMIT. Stored evidence is not
-    # looked up again. (The ORM path made 13; one statement per round trip made 9.)
-    with django_assert_num_queries(6) as ctx:
+    # the token, its user, the project + my membership + the trace in one; BEGIN; the lock (+ rater,
+    # round, attribution) sent with the read of its labels and open codes; the changed label's
+    # upsert, the annotation's UPDATE and the history INSERT sent together; COMMIT. Stored evidence
+    # is not looked up again. (The ORM path made 13; one statement per round trip made 9.)
+    with django_assert_num_queries(5) as ctx:
         r = c.put(url(trace), state(1, labels, open_codes=["loop"]), format="json")
     assert r.json()["revision"] == 2
     writes = [q["sql"] for q in ctx.captured_queries if "INSERT INTO annotations_annotationevent" in q["sql"]]
@@ -202,15 +202,43 @@ def test_a_changed_save_costs_six_queries(trace, annotator, django_assert_num_qu
 
 
 @on_postgresql
-def test_an_identical_repeat_costs_five_queries_and_writes_nothing(trace, annotator, django_assert_num_queries):
+def test_an_identical_repeat_costs_four_queries_and_writes_nothing(trace, annotator, django_assert_num_queries):
     c = token_client(annotator)
     labels = [lab("1.1", evidence=[{"step": 2}], rationale="a")]
     c.put(url(trace), state(0, labels, open_codes=["loop"]), format="json")
-    # token; project + membership + trace; BEGIN, the lock with its labels and open codes; COMMIT
-    with django_assert_num_queries(5) as ctx:
+    # token + user + project + membership + trace; BEGIN, the lock with its labels and open codes; COMMIT
+    with django_assert_num_queries(4) as ctx:
         r = c.put(url(trace), state(1, labels, open_codes=["loop"]), format="json")
     assert r.json()["revision"] == 1
     assert not any(q["sql"].lstrip().startswith(("INSERT", "UPDATE", "DELETE")) for q in ctx.captured_queries)
+
+
+def test_a_token_save_is_refused_as_before_for_bad_tokens_strangers_and_missing_traces(
+    project, trace, annotator, viewer
+):
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    def put(key, where=None):
+        c = APIClient()
+        c.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        return c.put(where or url(trace), state(0, [lab("1.1")]), format="json")
+
+    wrong = put("0" * 40)
+    assert (wrong.status_code, wrong.json()["detail"], wrong["WWW-Authenticate"]) == (401, "Invalid token.", "Token")
+    stranger = get_user_model().objects.create_user("stranger")
+    assert put(Token.objects.create(user=stranger).key).status_code == 404  # not a member
+    assert put(Token.objects.create(user=viewer).key).status_code == 403  # a viewer does not label
+    key = Token.objects.create(user=annotator).key
+    assert put(key, f"/api/projects/{project.slug}/traces/{2**63}/annotation/").status_code == 404
+    assert put(key, f"/api/projects/no-such/traces/{trace.pk}/annotation/").status_code == 404
+    ok = put(key)
+    assert (ok.status_code, ok.json()["revision"]) == (200, 1)
+    annotator.is_active = False
+    annotator.save()
+    gone = put(key)
+    assert (gone.status_code, gone.json()["detail"]) == (401, "User inactive or deleted.")
+    assert Annotation.objects.get().revision == 1
 
 
 @on_postgresql
@@ -224,7 +252,7 @@ def test_changed_open_codes_are_written_with_the_save_in_one_round_trip(
     c.put(url(other_trace), state(0, [], open_codes=["shared", "kept"]), format="json")
     c.put(url(trace), state(0, [lab("1.1")], open_codes=["kept", "dropped"]), format="json")
     # one code reused from another annotation, one new, one dropped, one kept
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(5):
         r = c.put(url(trace), state(1, [lab("1.1")], open_codes=["new one", "shared", "kept"]), format="json")
     assert (r.status_code, r.json()["revision"], r.json()["open_codes"]) == (200, 2, ["kept", "new one", "shared"])
     mine = Annotation.objects.get(trace=trace)
