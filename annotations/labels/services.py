@@ -48,7 +48,7 @@ from annotations.models import (
 from taxonomy.models import FailureMode, TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.api_errors import ProductError
-from traces.models import Step, Trace
+from traces.models import Trace
 from traces.projects.selectors import user_can
 
 MAX_RATIONALE = 2_000
@@ -308,9 +308,7 @@ def _clean_content(
     for index in known_steps:
         wanted_steps.pop(index, None)
     if wanted_steps:
-        found = set(
-            Step.objects.filter(trace_id=trace.pk, index__in=list(wanted_steps)).values_list("index", flat=True)
-        )
+        found = sql.steps_present(trace_id=trace.pk, indexes=list(wanted_steps))
         for index, where in wanted_steps.items():
             if index not in found:
                 errors.append(

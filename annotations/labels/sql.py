@@ -40,7 +40,7 @@ from annotations.models import (
     RoundTrace,
 )
 from taxonomy.models import TaxonomyVersion
-from traces.models import Membership, Project, Trace
+from traces.models import Membership, Project, Step, Trace
 from traces.sqlrows import model_select, model_width
 
 ANN, RATER, ROUND, ATTR, LABEL, CODE = (
@@ -50,7 +50,9 @@ ANN_CODES = Annotation.open_codes.through._meta.db_table
 ROUND_TRACE, ROUND_ANNOTATOR = RoundTrace._meta.db_table, RoundAnnotator._meta.db_table
 
 
-PROJECT, VERSION, MEMBERSHIP, TRACE = (m._meta.db_table for m in (Project, TaxonomyVersion, Membership, Trace))
+PROJECT, VERSION, MEMBERSHIP, TRACE, STEP = (
+    m._meta.db_table for m in (Project, TaxonomyVersion, Membership, Trace, Step)
+)
 
 
 def _json(value: Any) -> Any:
@@ -95,7 +97,8 @@ def _save_target_of(row: tuple) -> tuple[Project, str | None, Trace | None]:
         project.taxonomy_version = TaxonomyVersion.from_db(db, fields, [version_id, taxonomy_id, number, status])
     trace = None
     if t_id is not None:
-        trace = Trace.from_db(db, ["id", "project_id", "n_lines", "n_steps"], [t_id, pk, n_lines, n_steps])
+        # from_db takes the values in the model's field order (n_steps is declared before n_lines)
+        trace = Trace.from_db(db, ["id", "project_id", "n_steps", "n_lines"], [t_id, pk, n_steps, n_lines])
         trace.project = project
     return project, role, trace
 
@@ -248,6 +251,20 @@ def annotation_labels_and_codes(*, annotation_id: int) -> LabelsAndCodes:
     with connection.cursor() as cursor:
         cursor.execute(_LABELS_AND_CODES.format(ids="%s"), [annotation_id, annotation_id])
         return _labels_and_codes(cursor.fetchall())
+
+
+def steps_present(*, trace_id: int, indexes: list[int]) -> set[int]:
+    """Which of these step indexes the trace has (an index beyond 64 bits has no step)."""
+    indexes = [i for i in indexes if -(2**63) <= i < 2**63]
+    if not indexes:
+        return set()
+    marks = ", ".join(["%s"] * len(indexes))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT s."index" FROM {STEP} s WHERE s.trace_id = %s AND s."index" IN ({marks})',  # noqa: S608
+            [trace_id, *indexes],
+        )
+        return {row[0] for row in cursor.fetchall()}
 
 
 def annotation_change_write(

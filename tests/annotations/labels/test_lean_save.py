@@ -269,3 +269,29 @@ def test_changed_open_codes_are_written_with_the_save_in_one_round_trip(
     r = c.put(url(trace), state(2, [lab("1.1")], open_codes=[]), format="json")
     assert (r.json()["revision"], list(mine.open_codes.all())) == (3, [])
     assert sorted(theirs.open_codes.values_list("name", flat=True)) == ["kept", "shared"]
+
+
+@pytest.mark.parametrize("index", [99, -1, 2**63, 10**30])
+def test_evidence_on_a_step_the_trace_does_not_have_is_refused_by_name(trace, annotator, index):
+    c = token_client(annotator)
+    r = c.put(url(trace), state(0, [lab("1.1", evidence=[{"step": 1}, {"step": index}])]), format="json")
+    assert r.status_code == 400, r.json()
+    assert r.json()["errors"] == [
+        {
+            "field": "labels[0].evidence[1]",
+            "message": f"step {index} does not exist in this trace (it has {trace.n_steps} steps).",
+        }
+    ]
+    assert not Annotation.objects.filter(revision__gt=0).exists()
+    ok = c.put(url(trace), state(0, [lab("1.1", evidence=[{"step": 1}, {"step": 5}])]), format="json")
+    assert (ok.status_code, ok.json()["labels"][0]["evidence"]) == (200, [{"step": 1}, {"step": 5}])
+
+
+def test_the_save_checks_lines_against_the_traces_lines_and_steps_against_its_steps(trace, annotator):
+    # 6 steps of 3 lines: the trace the save reads must not swap the two counts
+    assert (trace.n_steps, trace.n_lines) == (6, 18)
+    c = token_client(annotator)
+    r = c.put(url(trace), state(0, [lab("1.1", evidence=[{"lines": [10, 18]}, {"step": 5}])]), format="json")
+    assert (r.status_code, r.json()["labels"][0]["evidence"]) == (200, [{"lines": [10, 18]}, {"step": 5}])
+    r = c.put(url(trace), state(1, [lab("1.1", evidence=[{"lines": [10, 19]}])]), format="json")
+    assert r.json()["errors"][0]["message"] == "lines 10-19 are outside the trace (lines 1-18)."
