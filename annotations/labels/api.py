@@ -16,7 +16,6 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, generics, status
 from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from annotations.labels.selectors import (
@@ -141,11 +140,13 @@ class _SaveTokenAuthentication(PlainSqlTokenAuthentication):
 class MyAnnotationApi(_MyAnnotationMixin, APIView):
     """Read or save MY annotation of a trace (outside rounds, or in ?round=)."""
 
-    # The project's authentication classes, with token authentication reading the save's target too.
-    authentication_classes = [
-        _SaveTokenAuthentication if cls is PlainSqlTokenAuthentication else cls
-        for cls in api_settings.DEFAULT_AUTHENTICATION_CLASSES
-    ]
+    def get_authenticators(self):
+        """The project's authenticators, with token authentication reading the save's target too. The
+        schema (drf-spectacular's fake view) documents the project's own classes: the same scheme."""
+        authenticators = super().get_authenticators()
+        if getattr(self, "swagger_fake_view", False):
+            return authenticators
+        return [_SaveTokenAuthentication() if type(a) is PlainSqlTokenAuthentication else a for a in authenticators]
 
     def initial(self, request, *args, **kwargs):
         if request.method != "PUT":
