@@ -112,8 +112,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_gunicorn(env: dict, port: int, workers: int, threads: int) -> subprocess.Popen:
+def start_gunicorn(env: dict, port: int, workers: int, threads: int, access_log: bool = True) -> subprocess.Popen:
     log = open(REPO / "var" / "bench_saves" / "gunicorn.log", "wb")  # noqa: SIM115 - lives as long as the server
+    logging = ["--access-logfile", str(ACCESS_LOG), "--access-logformat", "%(m)s %(s)s %(D)s"] if access_log else []
     proc = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "gunicorn"),
@@ -128,10 +129,7 @@ def start_gunicorn(env: dict, port: int, workers: int, threads: int) -> subproce
             str(threads),
             "--keep-alive",
             "30",
-            "--access-logfile",
-            str(ACCESS_LOG),
-            "--access-logformat",
-            "%(m)s %(s)s %(D)s",
+            *logging,
         ],
         cwd=REPO,
         env=env,
@@ -342,6 +340,11 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--db", default=BENCH_DB, help="database name (parallel runs need their own)")
+    ap.add_argument(
+        "--no-access-log",
+        action="store_true",
+        help="gunicorn without its access log (its default, as in the Dockerfile): no server-side times",
+    )
     args = ap.parse_args()
     lo, hi = (float(x) / 1000 for x in args.think_ms.split("-"))
     env = bench_env(
@@ -357,11 +360,12 @@ def main() -> int:
     create_bench_db(env)
     infos = seed(env, args.clients + 1)  # the last one saves alone first: the uncontended cost
     port = free_port()
-    server = start_gunicorn(env, port, args.workers, args.threads)
+    server = start_gunicorn(env, port, args.workers, args.threads, access_log=not args.no_access_log)
     print(f"{os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.1f}", flush=True)
     print(
-        f"gunicorn -w {args.workers} -k gthread --threads {args.threads} on 127.0.0.1:{port}; "
-        f"{args.clients} clients for {args.seconds:.0f} s, think {args.think_ms} ms",
+        f"gunicorn -w {args.workers} -k gthread --threads {args.threads} on 127.0.0.1:{port}"
+        + (" (no access log); " if args.no_access_log else "; ")
+        + f"{args.clients} clients for {args.seconds:.0f} s, think {args.think_ms} ms",
         flush=True,
     )
     try:
@@ -373,7 +377,7 @@ def main() -> int:
             f"p95 {pct(solo.latencies, 0.95):.1f} ms",
             flush=True,
         )
-        ACCESS_LOG.write_text("")  # the concurrent run's server times only
+        ACCESS_LOG.write_text("")  # the concurrent run's server times only (none without the access log)
         clients = [Client(port, info, args.seconds, (lo, hi), seed=i) for i, info in enumerate(infos[:-1])]
         cpu0, db0 = server_cpu_seconds(server), db_backends_cpu(env)
         gen0 = time.process_time()

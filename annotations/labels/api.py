@@ -8,10 +8,13 @@ Status codes: 400 bad input (``{"detail", "errors": [{"field", "message"}]}``), 
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.http import Http404
+from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics, status
+from rest_framework import exceptions, generics, status
+from rest_framework.authtoken.models import Token
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -44,11 +47,13 @@ from annotations.labels.services import (
     annotation_submit,
     annotation_upsert,
 )
-from annotations.labels.sql import save_target
+from annotations.labels.sql import save_target, save_target_for_token
 from annotations.models import AnnotationEvent
 from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
 from traces.projects.selectors import project_access_check, project_get_for_user
+from traces.projects.token_auth import PlainSqlTokenAuthentication
+from traces.sqlrows import model_from_row
 from traces.viewer.selectors import trace_get
 
 ROUND_PARAM = OpenApiParameter(
@@ -100,17 +105,59 @@ class _MyAnnotationMixin(ProjectScopedMixin):
         return Response({"detail": exc.message, "current": current}, status=status.HTTP_409_CONFLICT)
 
 
+def _trace_id(kwargs) -> int | None:
+    pk = int(kwargs["pk"])
+    return pk if pk < 2**63 else None  # beyond bigint: no such trace (as the ORM answers), not a database error
+
+
+class _SaveTokenAuthentication(PlainSqlTokenAuthentication):
+    """``Authorization: Token <key>`` on an autosave: the token, its user and the save's target (the
+    project, my role, the trace) in ONE statement (``sql.save_target_for_token``), the target left on
+    the request for ``MyAnnotationApi.initial``. The same rules and 401 messages as the class it
+    extends, which answers every other request."""
+
+    def authenticate(self, request):
+        self.request = request
+        return super().authenticate(request)
+
+    def authenticate_credentials(self, key):
+        request = self.request
+        if request.method != "PUT":
+            return super().authenticate_credentials(key)
+        kwargs = request.parser_context["kwargs"]
+        found = save_target_for_token(key=key, slug=kwargs["slug"], trace_id=_trace_id(kwargs))
+        if found is None:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
+        token_row, user_row, target = found
+        token, user = model_from_row(Token, token_row), model_from_row(get_user_model(), user_row)
+        if not user.is_active:
+            raise exceptions.AuthenticationFailed(_("User inactive or deleted."))
+        token.user = user
+        request.mast_save_target = target
+        return user, token
+
+
 class MyAnnotationApi(_MyAnnotationMixin, APIView):
     """Read or save MY annotation of a trace (outside rounds, or in ?round=)."""
+
+    def get_authenticators(self):
+        """The project's authenticators, with token authentication reading the save's target too. The
+        schema (drf-spectacular's fake view) documents the project's own classes: the same scheme."""
+        authenticators = super().get_authenticators()
+        if getattr(self, "swagger_fake_view", False):
+            return authenticators
+        return [_SaveTokenAuthentication() if type(a) is PlainSqlTokenAuthentication else a for a in authenticators]
 
     def initial(self, request, *args, **kwargs):
         if request.method != "PUT":
             return super().initial(request, *args, **kwargs)
-        # An autosave: the project, my role and the trace in one statement (the same checks).
+        # An autosave: the project, my role and the trace in one statement (the same checks); with a
+        # token, that statement was the authentication's.
         APIView.initial(self, request, *args, **kwargs)
-        pk = int(kwargs["pk"])
-        pk = pk if pk < 2**63 else None  # beyond bigint: no such trace (as the ORM answers), not a database error
-        project, role, trace = save_target(slug=kwargs["slug"], user_id=request.user.pk, trace_id=pk)
+        target = getattr(request, "mast_save_target", None)
+        if target is None:
+            target = save_target(slug=kwargs["slug"], user_id=request.user.pk, trace_id=_trace_id(kwargs))
+        project, role, trace = target
         self.role = project_access_check(user=request.user, project=project, role=role, capability=self.capability)
         if trace is None:
             raise Http404("No such trace in this project.")

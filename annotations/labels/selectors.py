@@ -106,10 +106,13 @@ def annotation_snapshot_of(*, annotation: Annotation, labels, open_codes, attrib
     }
 
 
-def annotation_snapshot_of_rows(*, annotation: Annotation, attribution: dict | None) -> dict:
+def annotation_snapshot_of_rows(
+    *, annotation: Annotation, attribution: dict | None, rows: sql.LabelsAndCodes | None = None
+) -> dict:
     """``annotation_snapshot`` with its labels and open codes in one plain-SQL query
-    (``annotations.labels.sql``), for an annotation read with its attribution (``sql.annotation_lock``)."""
-    rows, codes = sql.annotation_labels_and_codes(annotation_id=annotation.pk)
+    (``annotations.labels.sql``), for an annotation read with its attribution (``sql.annotation_lock``);
+    ``rows``: those labels and open codes, when they came with it (``with_rows``)."""
+    rows, codes = rows if rows is not None else sql.annotation_labels_and_codes(annotation_id=annotation.pk)
     by_id = {m.pk: m for m in version_modes(version=annotation.taxonomy_version)}
     if any(mode_id not in by_id for mode_id, *_ in rows):  # a label outside its version: never written here
         return annotation_snapshot(annotation=annotation)

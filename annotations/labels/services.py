@@ -40,7 +40,6 @@ from annotations.labels.visibility import BLIND_ROUND_STATES
 from annotations.models import (
     Annotation,
     AnnotationEvent,
-    OpenCode,
     Rater,
     Round,
     RoundAnnotator,
@@ -49,7 +48,7 @@ from annotations.models import (
 from taxonomy.models import FailureMode, TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.api_errors import ProductError
-from traces.models import Step, Trace
+from traces.models import Trace
 from traces.projects.selectors import user_can
 
 MAX_RATIONALE = 2_000
@@ -309,9 +308,7 @@ def _clean_content(
     for index in known_steps:
         wanted_steps.pop(index, None)
     if wanted_steps:
-        found = set(
-            Step.objects.filter(trace_id=trace.pk, index__in=list(wanted_steps)).values_list("index", flat=True)
-        )
+        found = sql.steps_present(trace_id=trace.pk, indexes=list(wanted_steps))
         for index, where in wanted_steps.items():
             if index not in found:
                 errors.append(
@@ -457,12 +454,8 @@ def _apply(
             "reload it before saving.",
             current=before,
         )
-    _write_labels(annotation=current, old=before["labels"], new=content["labels"])
     if before.get("attribution") != content["attribution"]:
         attribution_write(annotation=current, value=content["attribution"])
-    if before["open_codes"] != content["open_codes"]:
-        codes = _open_codes_get_or_create(project_id=current.trace.project_id, names=content["open_codes"])
-        current.open_codes.set(codes)
     action = AnnotationEvent.Action.SAVE
     update = ["task_success", "notes", "revision", "updated_at"]
     if current.state == Annotation.State.SUBMITTED and _missing_decisions(annotation=current, labels=content["labels"]):
@@ -474,48 +467,40 @@ def _apply(
     current.notes = content["notes"]
     current.revision += 1
     current.updated_at = now = timezone.now()
-    sql.annotation_row_write(annotation_id=current.pk, values={name: getattr(current, name) for name in update})
     after = {"revision": current.revision, "state": current.state, **content}
-    sql.annotation_event_insert(
+    gone, put = _label_changes(annotation=current, old=before["labels"], new=content["labels"])
+    sql.annotation_change_write(  # one round trip: labels, open codes, the row, the history event
         annotation_id=current.pk,
+        gone=gone,
+        put=put,
+        values={name: getattr(current, name) for name in update},
         by_id=by.pk,
         at=now,
         action=action,
         revision=current.revision,
         before=before,
         after=after,
+        open_codes=(current.trace.project_id, content["open_codes"])
+        if before["open_codes"] != content["open_codes"]
+        else None,
     )
     current.snapshot = after
     return current
 
 
-def _write_labels(*, annotation: Annotation, old: list[dict], new: list[dict]) -> None:
-    """Delete the labels of modes no longer listed; upsert the new and the changed ones, nothing else."""
+def _label_changes(*, annotation: Annotation, old: list[dict], new: list[dict]) -> tuple[list[int], list[tuple]]:
+    """(mode ids of the labels no longer listed, (mode id, decision, evidence, rationale) of the new and
+    changed ones): only these are written."""
     modes = _version_modes(annotation.taxonomy_version)
     old_by_code = {lab["code"]: lab for lab in old}
     new_codes = {lab["code"] for lab in new}
-    sql.labels_write(
-        annotation_id=annotation.pk,
-        gone=[modes[code][0] for code in old_by_code if code not in new_codes],
-        put=[
-            (modes[lab["code"]][0], lab["decision"], lab["evidence"], lab["rationale"])
-            for lab in new
-            if old_by_code.get(lab["code"]) != lab
-        ],
-    )
-
-
-def _open_codes_get_or_create(*, project_id: int, names: list[str]) -> list[OpenCode]:
-    if not names:
-        return []
-    existing = {c.name: c for c in OpenCode.objects.filter(project_id=project_id, name__in=names)}
-    missing = [name for name in names if name not in existing]
-    if missing:
-        OpenCode.objects.bulk_create(
-            [OpenCode(project_id=project_id, name=name) for name in missing], ignore_conflicts=True
-        )
-        existing = {c.name: c for c in OpenCode.objects.filter(project_id=project_id, name__in=names)}
-    return [existing[name] for name in names]
+    gone = [modes[code][0] for code in old_by_code if code not in new_codes]
+    put = [
+        (modes[lab["code"]][0], lab["decision"], lab["evidence"], lab["rationale"])
+        for lab in new
+        if old_by_code.get(lab["code"]) != lab
+    ]
+    return gone, put
 
 
 def annotation_submit(*, annotation: Annotation, by, base_revision: int) -> Annotation:
@@ -575,11 +560,16 @@ def annotation_upsert(
     """Save MY annotation of the trace, creating it on the first save; a refusal stores nothing at all.
 
     The annotation's row, rater, round state, round membership and attribution come in one locking
-    statement and its labels and open codes in one more (``annotations.labels.sql``); the first save,
-    which creates the row, goes through ``_get_or_create``."""
+    statement and its labels and open codes in one more, sent with it (``annotations.labels.sql``); the
+    writes of an accepted change go in one more round trip; the first save, which creates the row, goes
+    through ``_get_or_create``."""
     with transaction.atomic():
         locked = sql.annotation_lock(
-            trace_id=trace.pk, user_id=user.pk, version_id=taxonomy_version.pk, round_id=round.pk if round else None
+            trace_id=trace.pk,
+            user_id=user.pk,
+            version_id=taxonomy_version.pk,
+            round_id=round.pk if round else None,
+            with_rows=True,
         )
         fresh_round = None
         if locked is None:
@@ -626,4 +616,4 @@ def annotation_upsert(
 
 def _locked_snapshot(locked: sql.LockedAnnotation) -> dict[str, Any]:
     """``annotation_snapshot`` of a locked annotation from its label and open code rows (one query)."""
-    return annotation_snapshot_of_rows(annotation=locked.annotation, attribution=locked.attribution)
+    return annotation_snapshot_of_rows(annotation=locked.annotation, attribution=locked.attribution, rows=locked.rows)

@@ -148,6 +148,7 @@ def workspace(request, slug, pk):
         version_id=version.pk,
         round_id=round.pk if round else None,
         for_update=False,
+        with_rows=True,
     )
     annotation = None
     if mine is not None:
@@ -155,7 +156,7 @@ def workspace(request, slug, pk):
         annotation.trace, annotation.taxonomy_version = trace, version
         if round is not None:
             annotation.round = round
-        snapshot = annotation_snapshot_of_rows(annotation=annotation, attribution=mine.attribution)
+        snapshot = annotation_snapshot_of_rows(annotation=annotation, attribution=mine.attribution, rows=mine.rows)
     else:
         snapshot = annotation_empty_snapshot()
     held_back = anchoring_holds_back(

@@ -331,10 +331,10 @@ def test_an_autosave_costs_a_fixed_number_of_queries(trace, annotator, django_as
     labels = [{"code": "1.1", "decision": "present", "evidence": [{"step": 2}], "rationale": "a"}]
     c.put(url(trace), body(0, labels, open_codes=["loop"]), format="json")
     labels[0]["rationale"] = "a longer reason"
-    # project + membership + trace in one; BEGIN, lock (+ rater, round, attribution), labels and codes;
-    # label upsert, annotation UPDATE, history INSERT, COMMIT.
+    # project + membership + trace in one; BEGIN, lock (+ rater, round, attribution) with labels and
+    # codes (one round trip); label upsert + annotation UPDATE + history INSERT (one), COMMIT.
     # Evidence already stored is not looked up again. tests/annotations/labels/test_lean_save.py pins
     # the same save with token authentication, as it arrives in production.
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(5):
         r = c.put(url(trace), body(1, labels, open_codes=["loop"]), format="json")
     assert r.json()["revision"] == 2

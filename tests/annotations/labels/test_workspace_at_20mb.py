@@ -22,9 +22,10 @@ def test_labelling_page_at_20_mb_makes_a_fixed_number_of_queries(client, project
     client.get(url)
     # session, user; project + version + my role + trace without its text (one plain-SQL statement);
     # the round that would take me elsewhere + whether I submitted (one); my annotation with its
-    # attribution; its labels + open codes (one); the project's open codes; the first window of steps.
-    # Others' annotations are held back until I submit (no query). Was 13 with the ORM selectors.
-    with django_assert_num_queries(8) as ctx:
+    # attribution, sent with the read of its labels + open codes (one round trip); the project's open
+    # codes; the first window of steps. Others' annotations are held back until I submit (no query).
+    # Was 13 with the ORM selectors, 8 with my annotation and its labels in two round trips.
+    with django_assert_num_queries(7) as ctx:
         r = client.get(url)
     assert r.status_code == 200
     assert not any("raw_text" in q["sql"] for q in ctx.captured_queries)
