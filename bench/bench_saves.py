@@ -23,7 +23,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchdb import bench_env, create_bench_db  # bench/ is on sys.path when run as a script
+from benchdb import bench_env, create_bench_db, free_port, start_gunicorn  # bench/ is on sys.path as a script
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_saves"
@@ -104,50 +103,6 @@ def seed(env: dict, n_clients: int) -> list[dict]:
     if r.returncode:
         sys.exit(f"seeding failed:\n{r.stderr[-3000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_gunicorn(env: dict, port: int, workers: int, threads: int, access_log: bool = True) -> subprocess.Popen:
-    log = open(REPO / "var" / "bench_saves" / "gunicorn.log", "wb")  # noqa: SIM115 - lives as long as the server
-    logging = ["--access-logfile", str(ACCESS_LOG), "--access-logformat", "%(m)s %(s)s %(D)s"] if access_log else []
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "gunicorn"),
-            "mast_site.wsgi",
-            "-b",
-            f"127.0.0.1:{port}",
-            "-w",
-            str(workers),
-            "-k",
-            "gthread",
-            "--threads",
-            str(threads),
-            "--keep-alive",
-            "30",
-            *logging,
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.time() + 120  # a loaded machine (load 10) needs a minute to import Django twice
-    while time.time() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/login/")
-            if conn.getresponse().status == 200:
-                return proc
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    sys.exit("gunicorn did not start; see var/bench_saves/gunicorn.log")
 
 
 class Client(threading.Thread):
@@ -360,7 +315,14 @@ def main() -> int:
     create_bench_db(env)
     infos = seed(env, args.clients + 1)  # the last one saves alone first: the uncontended cost
     port = free_port()
-    server = start_gunicorn(env, port, args.workers, args.threads, access_log=not args.no_access_log)
+    server = start_gunicorn(
+        env,
+        port=port,
+        workers=args.workers,
+        threads=args.threads,
+        log_dir=REPO / "var" / "bench_saves",
+        access_log=None if args.no_access_log else ACCESS_LOG,
+    )
     print(f"{os.cpu_count()} CPUs; load average before: {os.getloadavg()[0]:.1f}", flush=True)
     print(
         f"gunicorn -w {args.workers} -k gthread --threads {args.threads} on 127.0.0.1:{port}"
