@@ -27,6 +27,7 @@ from annotations.models import (
     RoundAnnotator,
     RoundTrace,
 )
+from traces.admin import TriggerKeptAdmin
 
 
 @admin.register(Rater)
@@ -91,37 +92,17 @@ class AgreementReportAdmin(admin.ModelAdmin):
 
 
 @admin.register(LabelsStamp)
-class LabelsStampAdmin(admin.ModelAdmin):
-    """Read-only: database triggers keep it (an edit by hand could make a stale cache look fresh)."""
-
+class LabelsStampAdmin(TriggerKeptAdmin):
     list_display = ["project_id", "version"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(AgreedMask)
-class AgreedMaskAdmin(admin.ModelAdmin):
-    """Read-only: database triggers keep it (migration 0012); an edit by hand would make the
-    dashboard disagree with the adjudications."""
+class AgreedMaskAdmin(TriggerKeptAdmin):
+    """Database triggers keep it (migration 0012); an edit by hand would make the dashboard
+    disagree with the adjudications."""
 
     list_display = ["round", "trace_id", "known", "present"]
     list_select_related = ["round"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(DisagreementComment)

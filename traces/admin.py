@@ -1,6 +1,24 @@
 from django.contrib import admin
 
-from traces.models import ImportJob, Membership, Project, Step, Trace, TraceSource
+from traces.models import ImportJob, Membership, Project, Step, Trace, TraceSource, TracesStamp
+
+
+class TriggerKeptAdmin(admin.ModelAdmin):
+    """Read-only: database triggers keep these rows (an edit by hand could make a stale cache look fresh)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(TracesStamp)
+class TracesStampAdmin(TriggerKeptAdmin):
+    list_display = ["project_id", "version"]
 
 
 class MembershipInline(admin.TabularInline):
