@@ -31,6 +31,7 @@ from benchdb import (  # bench/ is on sys.path when run as a script
     create_bench_db,
     django_setup,
     drop_bench_db,
+    proc_cpu_seconds,
     set_toast_compression,
 )
 
@@ -121,15 +122,6 @@ def build(path: Path, n_records: int, target_mb: float, seed: int = 7) -> int:
             json.dump(rec, f, ensure_ascii=False)
         f.write("\n]\n")
     return path.stat().st_size
-
-
-def proc_cpu_seconds(pid: int) -> float | None:
-    """utime + stime of a local process (the PostgreSQL backend serving this connection)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def self_cpu_seconds() -> float:

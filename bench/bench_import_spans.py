@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench_import import proc_cpu_seconds, self_cpu_seconds
-from benchdb import bench_env, create_bench_db, django_setup, drop_bench_db
+from bench_import import self_cpu_seconds
+from benchdb import bench_env, create_bench_db, django_setup, drop_bench_db, proc_cpu_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 MAST = REPO.parent / "shared" / "mast"

@@ -33,16 +33,11 @@ from benchdb import (  # bench/ is on sys.path when run as a script
     create_bench_db,
     django_setup,
     drop_bench_db,
+    proc_cpu_seconds,
 )
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_judge"
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and all its threads (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -185,7 +180,7 @@ def main() -> None:
             seen = llm.n_requests
             llm.max_in_flight = 0
             t = time.perf_counter()
-            cpu0 = sum(cpu_seconds(w.pid) for w in workers)
+            cpu0 = sum(proc_cpu_seconds(w.pid) for w in workers)
             load0 = os.getloadavg()[0]
             run = judge_run_create(
                 project=project,
@@ -206,7 +201,7 @@ def main() -> None:
                 print(f"\r  {label}: {run.n_done + run.n_failed}/{run.n_total}", end="", file=sys.stderr, flush=True)
                 time.sleep(0.1)
             elapsed = time.perf_counter() - t
-            cpu = sum(cpu_seconds(w.pid) for w in workers) - cpu0
+            cpu = sum(proc_cpu_seconds(w.pid) for w in workers) - cpu0
             print(file=sys.stderr)
             per_trace = Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True)
             n_ann = per_trace.count()

@@ -28,12 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_saves import Client  # noqa: E402
-from benchdb import bench_env  # noqa: E402
-
-
-def _proc_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from benchdb import bench_env, proc_cpu_seconds  # noqa: E402
 
 
 def main() -> int:
@@ -153,7 +148,7 @@ def main() -> int:
         backend = cursor.fetchone()[0]
     status.clear()
     profiler = cProfile.Profile(time.process_time) if args.profile else None  # CPU, not waits
-    db0, cpu0, t0 = _proc_cpu(backend), time.process_time(), time.perf_counter()
+    db0, cpu0, t0 = proc_cpu_seconds(backend), time.process_time(), time.perf_counter()
     with connection.execute_wrapper(count):
         if profiler:
             profiler.enable()
@@ -161,7 +156,7 @@ def main() -> int:
             one(clients[i % len(clients)])
         if profiler:
             profiler.disable()
-    cpu, wall, db = time.process_time() - cpu0, time.perf_counter() - t0, _proc_cpu(backend) - db0
+    cpu, wall, db = time.process_time() - cpu0, time.perf_counter() - t0, proc_cpu_seconds(backend) - db0
     n = args.saves
     print(f"load average (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{n} saves by {len(clients)} annotators through the WSGI handler: {status}")

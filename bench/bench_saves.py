@@ -30,7 +30,13 @@ import threading
 import time
 from pathlib import Path
 
-from benchdb import bench_env, create_bench_db, free_port, start_gunicorn  # bench/ is on sys.path as a script
+from benchdb import (  # bench/ is on sys.path when run as a script
+    bench_env,
+    create_bench_db,
+    free_port,
+    proc_cpu_seconds,
+    start_gunicorn,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DB = "mast_bench_saves"
@@ -261,14 +267,6 @@ def server_cpu_seconds(server: subprocess.Popen) -> float:
     return total
 
 
-def _proc_cpu(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def db_backends_cpu(env: dict) -> dict[int, float]:
     """CPU seconds so far of each PostgreSQL backend serving the bench database (from /proc; the
     server must run on this machine, as the bench's does)."""
@@ -278,7 +276,7 @@ def db_backends_cpu(env: dict) -> dict[int, float]:
         capture_output=True,
         text=True,
     ).stdout.split()
-    return {int(pid): _proc_cpu(int(pid)) for pid in out if pid.isdigit()}
+    return {int(pid): proc_cpu_seconds(int(pid)) or 0.0 for pid in out if pid.isdigit()}
 
 
 def pct(values: list[float], q: float) -> float:

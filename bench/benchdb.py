@@ -86,6 +86,16 @@ def django_setup(env: dict[str, str]) -> None:
     django.setup()
 
 
+def proc_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a local process and all its threads so far (``/proc``, Linux), e.g. the
+    PostgreSQL backend serving a connection; None when there is no such process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     import socket
 
