@@ -66,14 +66,17 @@ def _json(value: Any) -> Any:
         return json.loads(value)
 
 
-SAVE_TARGET = (
-    "SELECT p.id, p.slug, p.name, p.taxonomy_version_id, v.taxonomy_id, v.number, v.status,"  # noqa: S608
-    " m.role, t.id, t.n_lines, t.n_steps"
-    f" FROM {PROJECT} p LEFT JOIN {VERSION} v ON v.id = p.taxonomy_version_id"
-    f" LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = %s"
-    f" LEFT JOIN {TRACE} t ON t.id = %s AND t.project_id = p.id"
-    " WHERE p.slug = %s"
+# What a save's checks read of its target (``_save_target_of`` unpacks these columns), joined to a
+# project ``p`` for the user ``{user}`` and the trace given by the next parameter.
+_TARGET_COLUMNS = (
+    "p.id, p.slug, p.name, p.taxonomy_version_id, v.taxonomy_id, v.number, v.status, m.role, t.id, t.n_lines, t.n_steps"
 )
+_TARGET_JOINS = (
+    f" LEFT JOIN {VERSION} v ON v.id = p.taxonomy_version_id"
+    f" LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = {{user}}"
+    f" LEFT JOIN {TRACE} t ON t.id = %s AND t.project_id = p.id"
+)
+SAVE_TARGET = f"SELECT {_TARGET_COLUMNS} FROM {PROJECT} p{_TARGET_JOINS.format(user='%s')} WHERE p.slug = %s"  # noqa: S608
 
 
 def save_target(
@@ -111,13 +114,9 @@ def save_target_for_token(
     as ``save_target`` gives them), or None for an unknown key."""
     user_model = get_user_model()
     sql = (
-        f"SELECT {model_select(Token, 'tk')}, {model_select(user_model, 'u')},"  # noqa: S608 - names from the models
-        " p.id, p.slug, p.name, p.taxonomy_version_id, v.taxonomy_id, v.number, v.status, m.role,"
-        " t.id, t.n_lines, t.n_steps"
+        f"SELECT {model_select(Token, 'tk')}, {model_select(user_model, 'u')}, {_TARGET_COLUMNS}"  # noqa: S608 - names from the models
         f" FROM {Token._meta.db_table} tk JOIN {user_model._meta.db_table} u ON u.id = tk.user_id"
-        f" LEFT JOIN {PROJECT} p ON p.slug = %s LEFT JOIN {VERSION} v ON v.id = p.taxonomy_version_id"
-        f" LEFT JOIN {MEMBERSHIP} m ON m.project_id = p.id AND m.user_id = u.id"
-        f" LEFT JOIN {TRACE} t ON t.id = %s AND t.project_id = p.id"
+        f" LEFT JOIN {PROJECT} p ON p.slug = %s{_TARGET_JOINS.format(user='u.id')}"
         " WHERE tk.key = %s"
     )
     row = sql_fetchone(sql, [slug, trace_id, key])
