@@ -46,6 +46,19 @@ AGREED = "agreed"
 FILTER_FIELDS = ("mas_name", "llm_name", "benchmark")
 
 
+def _clean_filters(filters: dict | None) -> dict:
+    """The filters that select traces: known fields with at least one accepted value."""
+    return {k: v for k, v in (filters or {}).items() if k in FILTER_FIELDS and v}
+
+
+def _traces_matching(*, project: Project, filters: dict) -> QuerySet:
+    """The project's traces whose fields take one of the accepted values (``_clean_filters``)."""
+    q = Q()
+    for k, v in filters.items():
+        q &= Q(**{f"{k}__in": v})
+    return Trace.objects.filter(q, project=project)
+
+
 @dataclass
 class LabelMatrix:
     codes: list[str]
@@ -131,7 +144,7 @@ def project_trace_values(*, project: Project, facts: dict | None = None) -> dict
     among them when a trace has it; one ``GROUP BY``, cached per ``project_trace_facts`` (it reads
     every trace: 0.1-0.4 s at 100,000)."""
     facts = facts or project_trace_facts(project=project)
-    key = f"mast:trace-values:{project.pk}:{facts['n']}:{facts['last']}:{facts['edits']}"
+    key = f"mast:trace-values:{trace_facts_key(project=project, facts=facts)}"
     cached = cache.get(key)
     if cached is not None:
         return cached
@@ -323,16 +336,13 @@ def dashboard_trace_columns(
     """``TraceColumns`` of the project's traces matching ``filters`` (field -> accepted values),
     cached per (project, filters, ``project_trace_facts``): a label saved, a round closed or a
     decision taken leaves it as it is, so the first dashboard after such a change reads only labels."""
-    filters = {k: v for k, v in (filters or {}).items() if k in FILTER_FIELDS and v}
+    filters = _clean_filters(filters)
     facts = facts or project_trace_facts(project=project)
     key = f"mast:dashboard-traces:{trace_facts_key(project=project, facts=facts, filters=filters)}"
     cached = cache.get(key)
     if cached is not None:
         return cached
-    trace_q = Q()
-    for k, v in filters.items():
-        trace_q &= Q(**{f"{k}__in": v})
-    cols = trace_columns(Trace.objects.filter(trace_q, project=project), DASHBOARD_TRACE_FIELDS)
+    cols = trace_columns(_traces_matching(project=project, filters=filters), DASHBOARD_TRACE_FIELDS)
     outcomes, outcome_codes = cols["outcome"]
     success = np.array([OUTCOME_VALUE.get(v, np.nan) for v in outcomes.tolist()], dtype=float)[outcome_codes]
     out = TraceColumns(
@@ -401,12 +411,8 @@ def label_matrix(
     on ``target`` (default: the working version). The traces' own columns come from
     ``dashboard_trace_columns`` (cached per ``facts``, the traces' ``project_trace_facts``)."""
     target = target or project.taxonomy_version
-    filters = {k: v for k, v in (filters or {}).items() if k in FILTER_FIELDS and v}
-    trace_q = Q()
-    for k, v in filters.items():
-        trace_q &= Q(**{f"{k}__in": v})
-
-    trace_ids = Trace.objects.filter(trace_q, project=project).values("id") if filters else None
+    filters = _clean_filters(filters)
+    trace_ids = _traces_matching(project=project, filters=filters).values("id") if filters else None
     if source == AGREED:
         masks = agreed_mask_arrays(project=project, trace_ids=trace_ids, extra_versions={target.pk})
         label = "Agreed labels (closed rounds)"
