@@ -202,6 +202,9 @@ MAST_LOGIN_FAILURES = (
     env.int("MAST_LOGIN_FAILURES_PER_ADDRESS", default=50),
 )
 MAST_NUM_PROXIES = env.int("MAST_NUM_PROXIES", default=0)
+# The cyclic garbage collector's first threshold in the web processes (mast_site/wsgi.py) and
+# during imports (traces.importing.service): rarer collections, shorter pauses; 700 is CPython's own.
+MAST_GC_GEN0 = env.int("MAST_GC_GEN0", default=50_000)
 SPECTACULAR_SETTINGS = {
     "TITLE": "MAST failure-annotation API",
     "DESCRIPTION": "Traces, labels, calibration rounds, LLM judges and dataset releases.",

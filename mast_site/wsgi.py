@@ -1,6 +1,7 @@
 import gc
 import os
 
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
@@ -11,4 +12,4 @@ application = get_wsgi_application()
 # collection, and a higher first threshold makes collections rarer. Both cut the pauses that
 # showed as the slowest saves (issue 18); MAST_GC_GEN0=700 restores CPython's default.
 gc.freeze()
-gc.set_threshold(int(os.environ.get("MAST_GC_GEN0", "50000")), 20, 20)
+gc.set_threshold(settings.MAST_GC_GEN0, 20, 20)

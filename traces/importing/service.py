@@ -107,7 +107,6 @@ def traces_import(
             zf.close()
 
 
-_GC_GEN0 = 50_000  # what the web processes use (mast_site/wsgi.py)
 _gc_lock = threading.Lock()
 _gc_state: dict[str, Any] = {"imports": 0, "before": None}  # imports running in this process
 
@@ -129,7 +128,7 @@ def _fewer_collections() -> Iterator[None]:
             before = gc.get_threshold()
             _gc_state["before"] = before
             if before[0] != 0:  # threshold 0: the process has switched automatic collection off
-                gc.set_threshold(max(before[0], _GC_GEN0), max(before[1], 20), max(before[2], 20))
+                gc.set_threshold(max(before[0], settings.MAST_GC_GEN0), max(before[1], 20), max(before[2], 20))
         _gc_state["imports"] += 1
     try:
         yield
