@@ -27,8 +27,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotations.codes.selectors import open_code_seed, open_code_uses, promote_sources
+from annotations.labels.content import MAX_OPEN_CODE
 from annotations.labels.selectors import annotation_snapshot, open_code_list
-from annotations.labels.services import MAX_OPEN_CODE
 from annotations.models import Annotation, AnnotationEvent, OpenCode
 from taxonomy.access import version_user_can_change
 from taxonomy.models import FailureMode, ModeMapping, TaxonomyVersion

@@ -32,7 +32,8 @@ MAX_AGENT = 200
 KEYS = frozenset({"step", "no_single_step", "agent", "modes", "reason", "errors"})
 
 
-def _is_int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
+    """An integer that is not a bool (JSON true/false arrive as bools)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -81,7 +82,7 @@ def attribution_clean(
     if not isinstance(none, bool):
         errors.append({"field": "attribution.no_single_step", "message": "must be true or false."})
         none = False
-    if step is not None and not _is_int(step):
+    if step is not None and not is_int(step):
         errors.append({"field": "attribution.step", "message": "must be a step index (an integer) or null."})
         step = None
     if none and step is not None:
@@ -96,7 +97,7 @@ def attribution_clean(
     modes = sorted(_codes(raw.get("modes"), "attribution.modes", codes, errors), key=lambda c: order.get(c, c))
     reason = clean_text(raw.get("reason"), "attribution.reason", MAX_REASON, errors)
     located = _clean_errors(raw.get("errors"), codes, errors)
-    wanted = {s for s in [step, *(e["step"] for e in located)] if _is_int(s)}
+    wanted = {s for s in [step, *(e["step"] for e in located)] if is_int(s)}
     agents = (
         dict(Step.objects.filter(trace_id=trace_id, index__in=wanted).values_list("index", "agent")) if wanted else {}
     )
@@ -131,7 +132,7 @@ def _clean_errors(value: Any, codes: set[str], errors: list) -> list[dict]:
     out = []
     for i, item in enumerate(value):
         where = f"attribution.errors[{i}]"
-        if not isinstance(item, dict) or not _is_int(item.get("step")):
+        if not isinstance(item, dict) or not is_int(item.get("step")):
             errors.append({"field": where, "message": 'must be {"step": <index>, "mode", "severity", ...}.'})
             continue
         mode = item.get("mode") or ""

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
+from annotations.labels.content import MAX_NOTES, MAX_OPEN_CODE, MAX_OPEN_CODES, MAX_RATIONALE
 from annotations.labels.page_sql import page_mine, page_open_codes, page_target
 from annotations.labels.selectors import (
     ROUND_QUEUE_STATES,
@@ -25,7 +26,6 @@ from annotations.labels.selectors import (
     round_for_annotator,
     trace_annotations_visible,
 )
-from annotations.labels.services import MAX_NOTES, MAX_OPEN_CODE, MAX_OPEN_CODES, MAX_RATIONALE
 from annotations.labels.sql import annotation_lock
 from annotations.labels.visibility import anchoring_holds_back
 from taxonomy.selectors import version_modes
