@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-CODES_RE = re.compile(r"one entry for each of these codes: ([0-9., ]+)")
+# codes of any version: "1.1", a split's "1.2a", an imported taxonomy's "X.1" (ends at the sentence's ".\n")
+CODES_RE = re.compile(r"one entry for each of these codes: ([0-9A-Za-z_., -]+?)\.?(?:\n|$)")
 
 
 @dataclass

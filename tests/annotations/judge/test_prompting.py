@@ -146,3 +146,11 @@ def test_repair_messages_send_the_error_back():
     msgs = repair_messages([{"role": "user", "content": "q"}], raw="oops", error="invalid JSON", codes=CODES)
     assert msgs[1] == {"role": "assistant", "content": "oops"}
     assert "invalid JSON" in msgs[2]["content"] and "1.1, 1.2, 2.1" in msgs[2]["content"]
+
+
+def test_codes_of_a_revised_version_keep_their_letters():
+    from annotations.judge.prompting import parse_answer
+
+    raw = json.dumps({"modes": [{"code": "FM-1.2a", "present": True}, {"code": "1.2b Acting", "present": False}]})
+    answer = parse_answer(raw, codes=["1.2a", "1.2b"])
+    assert [(m.code, m.present) for m in answer.modes] == [("1.2a", True), ("1.2b", False)]
