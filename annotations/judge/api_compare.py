@@ -25,22 +25,34 @@ class StatOut(serializers.Serializer):
 
 
 class ComparisonOut(serializers.Serializer):
-    reference = serializers.DictField()
-    raters = serializers.ListField(child=serializers.DictField())
-    pairs = serializers.ListField(child=serializers.DictField())
+    reference = serializers.DictField(help_text="The first section's reference (see comparisons)")
+    raters = serializers.ListField(child=serializers.DictField(), help_text="The first section's raters")
+    pairs = serializers.ListField(child=serializers.DictField(), help_text="The first section's judge pairs")
+    comparisons = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="One per taxonomy version: each judge's own version first, then the working version. "
+        "Each names its version, how many labels came through a mapping, and why a judge or mode "
+        "could not be compared there.",
+    )
 
 
 def _row(row: dict) -> dict:
     return {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in row.items()}
 
 
-def comparison_json(result: dict) -> dict:
-    codes = [m.code for m in result["modes"]]
+def _section_json(sec: dict, result: dict) -> dict:
+    codes = [m.code for m in sec["modes"]]
     return {
         "reference": {
             "round": result["round"].pk if result["round"] else None,
-            "taxonomy_version": result["version"].pk,
-            "n_traces": result["n_reference_traces"],
+            "taxonomy_version": sec["version"].pk,
+            "taxonomy_version_label": sec["version"].label,
+            "is_working_version": sec["is_working"],
+            "n_traces": sec["n_reference_traces"],
+            "labels_via_mapping": sec["reference_via_mapping"],
+            "units_unknown_after_mapping": sec["reference_unknown"],
+            "mapping": sec["reference_mapping"],
+            "why_no_reference": sec["why_no_reference"] or None,
             "n_boot": result["n_boot"],
             "min_reliable_traces": result["min_reliable"],
         },
@@ -49,6 +61,12 @@ def comparison_json(result: dict) -> dict:
                 "key": r["source"].key,
                 "label": r["source"].label,
                 "rater_id": r["source"].rater_id,
+                "labelled_version": r["own_version"],
+                "labels_native": r["native"],
+                "labels_via_mapping": r["via_mapping"],
+                "units_unknown_after_mapping": r["unknown"],
+                "labels_without_mapping_path": r["no_path"],
+                "why_no_labels": r["note"] or None,
                 "pooled": _row(r["stats"]["pooled"]),
                 "modes": [{"code": c, **_row(m)} for c, m in zip(codes, r["stats"]["modes"], strict=True)],
                 "prevalence": [
@@ -58,11 +76,15 @@ def comparison_json(result: dict) -> dict:
                         "humans": p["humans"].as_dict(),
                         "corrected": p["corrected"].as_dict(),
                         "rogan_gladen": p["rogan_gladen"],
+                        "why": p["why"] or None,
                     }
                     for p in r["prevalence"]
                 ],
             }
-            for r in result["raters"]
+            for r in sec["raters"]
+        ],
+        "not_compared": [
+            {"key": lo["source"].key, "label": lo["source"].label, "why": lo["why"]} for lo in sec["left_out"]
         ],
         "pairs": [
             {
@@ -72,8 +94,19 @@ def comparison_json(result: dict) -> dict:
                 "kappa": p["kappa"].as_dict(),
                 "reliable": p["reliable"],
             }
-            for p in result["pairs"]
+            for p in sec["pairs"]
         ],
+    }
+
+
+def comparison_json(result: dict) -> dict:
+    sections = [_section_json(sec, result) for sec in result["sections"]]
+    first = sections[0]
+    return {
+        "reference": first["reference"],
+        "raters": first["raters"],
+        "pairs": first["pairs"],
+        "comparisons": sections,
     }
 
 
@@ -90,16 +123,23 @@ class JudgeComparisonApi(ProjectScopedMixin, APIView):
         parameters=[
             OpenApiParameter("s", OpenApiTypes.STR, many=True, description="run:<id> or rater:<id>, repeated"),
             OpenApiParameter("round", OpenApiTypes.INT, description="a closed round (default: the whole project)"),
+            OpenApiParameter(
+                "version",
+                OpenApiTypes.INT,
+                description="one taxonomy version (default: each judge's own version, then the working one)",
+            ),
         ],
         responses={200: ComparisonOut},
     )
     def get(self, request, slug):
-        chosen, rnd, problems = comparison_request(request, self.project)
+        chosen, rnd, version, problems = comparison_request(request, self.project)
         if not chosen and not problems:
             problems.append("pick at least one judge: ?s=run:<id> or ?s=rater:<id>")
         if problems:
             raise ValidationError({"s": problems})
-        result = judge_comparison(project=self.project, user=request.user, sources=chosen, round=rnd)
+        result = judge_comparison(
+            project=self.project, user=request.user, sources=chosen, round=rnd, taxonomy_version=version
+        )
         return Response(comparison_json(result))
 
 

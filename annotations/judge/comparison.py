@@ -1,17 +1,23 @@
 """Several judges side by side (reads): the MAST paper's Table 2 and honest failure shares.
 
 ``judge_comparison`` sets any set of judge runs and imported raters against the agreed human
-labels of one closed round (its consensus) or of the whole project, on one taxonomy version:
-per rater, per mode and pooled, accuracy / precision / recall / F1 / Cohen's kappa with 95%
-bootstrap intervals over traces (``comparison_stats.compare``), judge-vs-judge kappa on the traces
-both labelled, and each mode's prevalence three ways (``prevalence.prevalence_three_ways``).
+labels of one closed round (its consensus) or of the whole project, per taxonomy version: per
+rater, per mode and pooled, accuracy / precision / recall / F1 / Cohen's kappa with 95% bootstrap
+intervals over traces (``comparison_stats.compare``), judge-vs-judge kappa on the traces both
+labelled, and each mode's prevalence three ways (``prevalence.prevalence_three_ways``).
 
-Decisions:
+Every judge measured on every version (decisions):
+- A judge is compared first on **the version it labelled** (a run's ``taxonomy_version``; an
+  imported rater's most used version), with the humans' agreed labels carried onto that version
+  through the recorded mappings (``rounds.agreed.agreed_labels_on_version``). Then on **the working
+  version** (or the version asked for), with the judge's own labels carried there through the same
+  mappings, where they decide any. The result is one section per version; a section names its
+  version, how many reference labels and judge labels came through a mapping, and why a judge or a
+  mode could not be compared there ("this run labelled MAST v1; no mapping from MAST v1 to MAST v3
+  decides 2.6"). A value a mapping cannot decide (a split mode's "present", an added mode) is
+  unknown and left out, never guessed.
 - A run's labels are its rater's annotations of the run's traces (a later run of the same model
   and prompt replaces them); an imported rater's are all its annotations in the project.
-- The reference is ``rounds.agreed.agreed_labels_on_version`` on the chosen version (default: the
-  project's working version): agreed labels of other versions are mapped onto it; values a
-  mapping cannot decide are unknown and left out. The judges' own labels count in that version.
 - The viewer's blind rule applies (``annotations_visible_to``), as on every judge page.
 - The intervals use 1,000 resamples with a fixed seed, so the page, the API, the CSV and the
   LaTeX table show the same numbers.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +37,7 @@ from annotations.judge.prevalence import prevalence_three_ways
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeRun, ModeLabel, Rater, Round
 from annotations.rounds.agreed import agreed_labels_on_version
+from taxonomy.mapping import VersionMapper
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.models import Project
@@ -45,13 +53,26 @@ class Source:
     label: str
     rater_id: int
     trace_ids: list[int] | None  # None: every trace of the project
+    version_id: int | None = None  # the version a run labelled; None: read from the labels (imported)
+
+    @property
+    def short(self) -> str:
+        return self.label.split(":", 1)[0] if self.key.startswith("run:") else self.label
+
+    @property
+    def noun(self) -> str:
+        return "run" if self.key.startswith("run:") else "rater"
 
 
 def comparison_choices(*, project: Project) -> list[Source]:
     """Judge runs with a rater (newest first), then the project's imported raters."""
     out = []
-    for run in JudgeRun.objects.filter(project=project, rater__isnull=False).select_related("rater")[:100]:
-        out.append(Source(f"run:{run.pk}", f"Run #{run.pk}: {run.rater.name}", run.rater_id, list(run.trace_ids)))
+    runs = JudgeRun.objects.filter(project=project, rater__isnull=False).select_related(
+        "rater", "taxonomy_version__taxonomy"
+    )
+    for run in runs[:100]:
+        label = f"Run #{run.pk}: {run.rater.name} ({run.taxonomy_version.label})"
+        out.append(Source(f"run:{run.pk}", label, run.rater_id, list(run.trace_ids), run.taxonomy_version_id))
     for r in (
         Rater.objects.filter(kind=Rater.Kind.IMPORTED, annotations__trace__project=project).distinct().order_by("name")
     ):
@@ -59,29 +80,120 @@ def comparison_choices(*, project: Project) -> list[Source]:
     return out
 
 
-def _reference(*, project: Project, round: Round | None, version: TaxonomyVersion) -> dict[tuple[int, str], int]:
-    """The agreed human labels of the round (its consensus) or of the project, on ``version``:
-    labels given on other versions come through the recorded mappings; a value a mapping cannot
-    decide is left out (unknown), never guessed."""
-    agreed = agreed_labels_on_version(project=project, target=version, round=round)
-    return {(t, c): v for t, codes in agreed.labels.items() for c, v in codes.items()}
+def comparison_versions(*, project: Project):
+    """The versions a comparison can be asked on: the working one and those of the project's rounds
+    and judge runs (three small queries' worth of ids, whatever the number of labels)."""
+    ids = {project.taxonomy_version_id}
+    ids |= set(Round.objects.filter(project=project).values_list("taxonomy_version_id", flat=True))
+    ids |= set(JudgeRun.objects.filter(project=project).values_list("taxonomy_version_id", flat=True))
+    return TaxonomyVersion.objects.filter(pk__in=ids).select_related("taxonomy").order_by("taxonomy__name", "number")
 
 
-def _labels(*, user, project: Project, version: TaxonomyVersion, source: Source) -> dict[tuple[int, str], int]:
-    visible = annotations_visible_to(user=user, project=project).filter(
-        rater_id=source.rater_id, taxonomy_version=version, round__isnull=True
-    )
+Labels = dict[tuple[int, str], int]  # (trace id, code) -> 1 present / 0 absent
+
+
+@dataclass
+class SourceLabels:
+    """One source's labels as stored: per version, per trace, {code: 1|0}."""
+
+    by_version: dict[int, dict[int, dict[str, int]]]
+
+    @property
+    def own_version(self) -> int | None:
+        """The version with most labels (a run labels one)."""
+        counts = Counter({vid: sum(len(c) for c in traces.values()) for vid, traces in self.by_version.items()})
+        return counts.most_common(1)[0][0] if counts else None
+
+
+def _source_labels(*, user, project: Project, source: Source) -> SourceLabels:
+    visible = annotations_visible_to(user=user, project=project).filter(rater_id=source.rater_id, round__isnull=True)
     if source.trace_ids is not None:
         visible = visible.filter(trace_id__in=source.trace_ids)
+    if source.version_id is not None:
+        visible = visible.filter(taxonomy_version_id=source.version_id)
     rows = (
         ModeLabel.objects.filter(annotation__in=visible)
         .exclude(decision="unsure")
-        .values_list("annotation__trace_id", "mode__code", "decision")
+        .values_list("annotation__taxonomy_version_id", "annotation__trace_id", "mode__code", "decision")
     )
-    return {(t, c): int(d == "present") for t, c, d in rows}
+    out: dict[int, dict[int, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
+    for vid, t, c, d in rows:
+        out[vid][t][c] = int(d == "present")
+    return SourceLabels({v: dict(ts) for v, ts in out.items()})
 
 
-def _matrix(labels: dict[tuple[int, str], int], traces: list[int], codes: list[str]) -> np.ndarray:
+@dataclass
+class Carried:
+    """A source's labels on one version: decided values, and what the mapping did to get them."""
+
+    labels: Labels
+    native: int  # labels given in this version
+    via_mapping: int  # labels decided on this version from another version's labels
+    unknown: int  # target units a label reached but the mapping could not decide
+    no_path: int  # labels of a version with no recorded mapping to this one
+    why: dict[str, str]  # target code -> why this source has no value for it here
+    note: str  # why the source has no label at all here ("" when it has some)
+
+
+def _carry(
+    *,
+    source: Source,
+    labels: SourceLabels,
+    version: TaxonomyVersion,
+    codes: list[str],
+    mapper: VersionMapper,
+    version_label: dict[int, str],
+) -> Carried:
+    out: Labels = {}
+    native = via = unknown = no_path = 0
+    decided: set[str] = set()
+    undecided: set[str] = set()
+    for vid, traces in labels.by_version.items():
+        if vid == version.pk:
+            for t, vals in traces.items():
+                for c, v in vals.items():
+                    out[(t, c)] = v
+                    native += 1
+                    decided.add(c)
+            continue
+        if mapper.steps(vid) is None:
+            no_path += sum(len(v) for v in traces.values())
+            continue
+        for t, vals in traces.items():
+            for c, v in mapper.map(vid, dict(vals)).items():
+                if c not in codes:
+                    continue
+                if v is None:
+                    unknown += 1
+                    undecided.add(c)
+                elif (t, c) not in out:  # a label given in this version wins over a carried one
+                    out[(t, c)] = v
+                    via += 1
+                    decided.add(c)
+    src = ", ".join(version_label[v] for v in sorted(labels.by_version)) or "nothing"
+    what = f"this {source.noun} labelled {src}"
+    why: dict[str, str] = {}
+    note = ""
+    if not labels.by_version:
+        note = f"this {source.noun} has no labels you may see yet"
+    elif not out:
+        if no_path and not unknown:
+            note = f"{what}; no recorded mapping connects it to {version.label}"
+        else:
+            note = f"{what}; no mapping from it to {version.label} decides any mode"
+    for c in codes:
+        if c in decided or note:
+            continue
+        if c in undecided:
+            why[c] = f"{what}; no mapping from it to {version.label} decides {c} (a split: which part is not recorded)"
+        elif version.pk not in labels.by_version:
+            why[c] = f"{what}; no mapping from it to {version.label} decides {c}"
+        else:
+            why[c] = f"this {source.noun} gave no label for {c}"
+    return Carried(out, native, via, unknown, no_path, why, note)
+
+
+def _matrix(labels: Labels, traces: list[int], codes: list[str]) -> np.ndarray:
     row = {t: i for i, t in enumerate(traces)}
     col = {c: j for j, c in enumerate(codes)}
     out = np.full((len(traces), len(codes)), np.nan)
@@ -89,6 +201,99 @@ def _matrix(labels: dict[tuple[int, str], int], traces: list[int], codes: list[s
         if t in row and c in col:
             out[row[t], col[c]] = v
     return out
+
+
+def _section(
+    *,
+    project: Project,
+    round: Round | None,
+    version: TaxonomyVersion,
+    sources: list[Source],
+    labels: dict[str, SourceLabels],
+    own: dict[str, int | None],
+    version_label: dict[int, str],
+    working_id: int,
+    n_boot: int,
+) -> dict:
+    """The comparison on one version (see the module doc)."""
+    modes = version_modes(version=version)
+    codes = [m.code for m in modes]
+    agreed = agreed_labels_on_version(project=project, target=version, round=round)
+    ref: Labels = {(t, c): v for t, vals in agreed.labels.items() for c, v in vals.items()}
+    ref_mapped = agreed.via_mapping
+    ref_traces = sorted({t for t, _ in ref})
+    ref_m = _matrix(ref, ref_traces, codes)
+    mapper = VersionMapper(version, codes=codes)
+    carried = {
+        s.key: _carry(
+            source=s, labels=labels[s.key], version=version, codes=codes, mapper=mapper, version_label=version_label
+        )
+        for s in sources
+    }
+    raters, left_out = [], []
+    for s in sources:
+        c = carried[s.key]
+        if c.note and own[s.key] != version.pk:
+            left_out.append({"source": s, "why": c.note})
+            continue
+        stats = compare(ref_m, _matrix(c.labels, ref_traces, codes), n_boot=n_boot, seed=SEED)
+        for code, row in zip(codes, stats["modes"], strict=True):
+            row["why"] = c.why.get(code, "")
+        judged = sorted({t for t, _ in c.labels})
+        j_m = _matrix(c.labels, judged, codes)
+        h_m = _matrix(ref, judged, codes)
+        prevalence = []
+        for j, m in enumerate(modes):
+            known = ~np.isnan(j_m[:, j])
+            shares = prevalence_three_ways(judge=j_m[known, j], human=h_m[known, j])
+            prevalence.append({"code": m.code, "name": m.name, "why": c.why.get(m.code, ""), **shares})
+        raters.append(
+            {
+                "source": s,
+                "stats": stats,
+                "n_judged": len(judged),
+                "prevalence": prevalence,
+                "own_version": version_label.get(own[s.key]) if own[s.key] else None,
+                "native": c.native,
+                "via_mapping": c.via_mapping,
+                "unknown": c.unknown,
+                "no_path": c.no_path,
+                "note": c.note,
+            }
+        )
+    pairs = []
+    for a in range(len(raters)):
+        for b in range(a + 1, len(raters)):
+            sa, sb = raters[a]["source"], raters[b]["source"]
+            la, lb = carried[sa.key].labels, carried[sb.key].labels
+            both = sorted({t for t, _ in la} & {t for t, _ in lb})
+            pooled = compare(_matrix(la, both, codes), _matrix(lb, both, codes), n_boot=n_boot, seed=SEED)["pooled"]
+            pairs.append(
+                {"a": sa, "b": sb, "n_traces": len(both), "kappa": pooled["kappa"], "reliable": pooled["reliable"]}
+            )
+    why_empty = ""
+    if not ref_traces:
+        where = f"round “{round.name}”" if round else "the project's closed rounds"
+        why_empty = (
+            f"no agreed label of {where} reaches {version.label}"
+            + (" (the mapping decides none of them)" if agreed.mapping else "")
+            + ": nothing to score against"
+        )
+    return {
+        "version": version,
+        "is_working": version.pk == working_id,
+        "labelled_by": [s for s in sources if own[s.key] == version.pk],
+        "modes": modes,
+        "mode_rows": [(m, [r["stats"]["modes"][j] for r in raters]) for j, m in enumerate(modes)],
+        "n_reference_traces": len(ref_traces),
+        "reference_via_mapping": ref_mapped,
+        "reference_unknown": agreed.n_unknown,
+        "reference_mapping": agreed.mapping,
+        "why_no_reference": why_empty,
+        "raters": raters,
+        "left_out": left_out,
+        "pairs": pairs,
+    }
 
 
 def judge_comparison(
@@ -100,49 +305,36 @@ def judge_comparison(
     taxonomy_version: TaxonomyVersion | None = None,
     n_boot: int = N_BOOT,
 ) -> dict:
-    version = round.taxonomy_version if round is not None else (taxonomy_version or project.taxonomy_version)
-    modes = version_modes(version=version)
-    codes = [m.code for m in modes]
-    ref = _reference(project=project, round=round, version=version)
-    ref_traces = sorted({t for t, _ in ref})
-    ref_m = _matrix(ref, ref_traces, codes)
-    labels = {s.key: _labels(user=user, project=project, version=version, source=s) for s in sources}
-    raters = []
-    for s in sources:
-        lab = labels[s.key]
-        stats = compare(ref_m, _matrix(lab, ref_traces, codes), n_boot=n_boot, seed=SEED)
-        judged = sorted({t for t, _ in lab})
-        j_m = _matrix(lab, judged, codes)
-        h_m = _matrix(ref, judged, codes)
-        prevalence = []
-        for j, m in enumerate(modes):
-            known = ~np.isnan(j_m[:, j])
-            shares = prevalence_three_ways(judge=j_m[known, j], human=h_m[known, j])
-            prevalence.append({"code": m.code, "name": m.name, **shares})
-        raters.append({"source": s, "stats": stats, "n_judged": len(judged), "prevalence": prevalence})
-    pairs = []
-    for a in range(len(sources)):
-        for b in range(a + 1, len(sources)):
-            la, lb = labels[sources[a].key], labels[sources[b].key]
-            both = sorted({t for t, _ in la} & {t for t, _ in lb})
-            pooled = compare(_matrix(la, both, codes), _matrix(lb, both, codes), n_boot=n_boot, seed=SEED)["pooled"]
-            pairs.append(
-                {
-                    "a": sources[a],
-                    "b": sources[b],
-                    "n_traces": len(both),
-                    "kappa": pooled["kappa"],
-                    "reliable": pooled["reliable"],
-                }
-            )
+    """One section per version: each source's own version first (in the sources' order), then the
+    working version; ``taxonomy_version`` asks for that one version only."""
+    labels = {s.key: _source_labels(user=user, project=project, source=s) for s in sources}
+    own = {s.key: s.version_id or labels[s.key].own_version for s in sources}
+    working = project.taxonomy_version
+    if taxonomy_version is not None:
+        wanted = [taxonomy_version.pk]
+    else:
+        wanted = list(dict.fromkeys([v for v in own.values() if v is not None] + [working.pk]))
+    all_ids = set(wanted) | {v for sl in labels.values() for v in sl.by_version}
+    versions = {v.pk: v for v in TaxonomyVersion.objects.filter(pk__in=all_ids).select_related("taxonomy")}
+    version_label = {pk: v.label for pk, v in versions.items()}
+    sections = [
+        _section(
+            project=project,
+            round=round,
+            version=versions[vid],
+            sources=sources,
+            labels=labels,
+            own=own,
+            version_label=version_label,
+            working_id=working.pk,
+            n_boot=n_boot,
+        )
+        for vid in wanted
+    ]
+    # a working-version section no judge reaches says so once, in the sections before it
     return {
-        "version": version,
         "round": round,
-        "modes": modes,
-        "mode_rows": [(m, [r["stats"]["modes"][j] for r in raters]) for j, m in enumerate(modes)],
-        "n_reference_traces": len(ref_traces),
-        "raters": raters,
-        "pairs": pairs,
+        "sections": sections,
         "min_reliable": MIN_RELIABLE,
         "n_boot": n_boot,
     }
@@ -161,30 +353,31 @@ def _fmt(stat, digits: int = 2) -> tuple[str, str, str]:
 
 
 def comparison_csv(result: dict) -> str:
-    """One row per rater and mode (and a pooled row per rater), values rounded as on the page."""
+    """One row per version, rater and mode (and a pooled row per rater and version), values rounded
+    as on the page; a rater that cannot be compared on a version gets one row saying why."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(
-        ["rater", "mode", "n_traces", "tp", "fp", "fn", "tn", "reliable_95_ci"]
+        ["taxonomy_version", "rater", "rater_labelled", "mode", "n_traces", "tp", "fp", "fn", "tn", "reliable_95_ci"]
         + [f"{s}{suffix}" for s in STATS for suffix in ("", "_low", "_high")]
+        + ["labels_via_mapping", "reference_labels_via_mapping", "why_undefined"]
     )
-    for r in result["raters"]:
-        rows = [(m.code, row) for m, row in zip(result["modes"], r["stats"]["modes"], strict=True)]
-        rows.append(("pooled", r["stats"]["pooled"]))
-        for code, row in rows:
-            vals = [v for s in STATS for v in _fmt(row[s])]
+    for sec in result["sections"]:
+        v = sec["version"].label
+        for r in sec["raters"]:
+            rows = [(m.code, row) for m, row in zip(sec["modes"], r["stats"]["modes"], strict=True)]
+            rows.append(("pooled", r["stats"]["pooled"]))
+            for code, row in rows:
+                vals = [x for s in STATS for x in _fmt(row[s])]
+                why = row.get("why") or r["note"] or (sec["why_no_reference"] if not sec["n_reference_traces"] else "")
+                w.writerow(
+                    [v, r["source"].label, r["own_version"] or "", code, row["n_traces"], row["tp"], row["fp"]]
+                    + [row["fn"], row["tn"], "yes" if row["reliable"] else "no", *vals]
+                    + [r["via_mapping"], sec["reference_via_mapping"], why]
+                )
+        for lo in sec["left_out"]:
             w.writerow(
-                [
-                    r["source"].label,
-                    code,
-                    row["n_traces"],
-                    row["tp"],
-                    row["fp"],
-                    row["fn"],
-                    row["tn"],
-                    "yes" if row["reliable"] else "no",
-                    *vals,
-                ]
+                [v, lo["source"].label, "", "", 0, "", "", "", "", "no"] + [""] * 3 * len(STATS) + ["", "", lo["why"]]
             )
     return buf.getvalue()
 
@@ -214,47 +407,66 @@ def _cell(stat) -> str:
 
 
 def comparison_latex(result: dict) -> str:
-    """Table 2 as LaTeX (booktabs): pooled statistics per rater, then kappa per mode."""
+    """Table 2 as LaTeX (booktabs), per version: pooled statistics per rater, then kappa per mode."""
     where = f"round {_tex(result['round'].name)}" if result["round"] else "the project's agreed labels"
     lines = [
         "% MAST Studio judge comparison; 95% bootstrap intervals over traces "
         f"({result['n_boot']} resamples); reference: {where}",
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\begin{tabular}{lr" + "c" * len(STATS) + "}",
-        r"\toprule",
-        "Judge & Traces & " + " & ".join(_tex(STAT_LABELS[s]) for s in STATS) + r" \\",
-        r"\midrule",
     ]
-    for r in result["raters"]:
-        p = r["stats"]["pooled"]
-        mark = "" if p["reliable"] else r"$^\dagger$"
+    for sec in result["sections"]:
+        v = _tex(sec["version"].label)
         lines.append(
-            f"{_tex(r['source'].label)}{mark} & {p['n_traces']} & " + " & ".join(_cell(p[s]) for s in STATS) + r" \\"
+            f"% on {v}: {sec['n_reference_traces']} reference traces, "
+            f"{sec['reference_via_mapping']} reference labels carried through a mapping"
         )
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    lines.append(
-        r"\caption{Judges against " + where + r". $^\dagger$: fewer than "
-        f"{result['min_reliable']}" + r" traces; the interval is not a reliable 95\% interval.}"
-    )
-    lines += [
-        r"\end{table}",
-        "",
-        r"\begin{table}[t]",
-        r"\centering",
-        r"\begin{tabular}{l" + "c" * len(result["raters"]) + "}",
-        r"\toprule",
-        "Mode & " + " & ".join(_tex(r["source"].label) for r in result["raters"]) + r" \\",
-        r"\midrule",
-    ]
-    for j, m in enumerate(result["modes"]):
-        cells = [_cell(r["stats"]["modes"][j]["kappa"]) for r in result["raters"]]
-        lines.append(f"{_tex(m.code)} {_tex(m.name)} & " + " & ".join(cells) + r" \\")
-    lines += [
-        r"\bottomrule",
-        r"\end{tabular}",
-        r"\caption{Cohen's $\kappa$ per mode with 95\% bootstrap intervals.}",
-        r"\end{table}",
-        "",
-    ]
+        if not sec["raters"] or not sec["n_reference_traces"]:
+            why = sec["why_no_reference"] or "; ".join(lo["why"] for lo in sec["left_out"])
+            lines += [f"% no table on {v}: {why}", ""]
+            continue
+        lines += [
+            r"\begin{table}[t]",
+            r"\centering",
+            r"\begin{tabular}{lr" + "c" * len(STATS) + "}",
+            r"\toprule",
+            "Judge & Traces & " + " & ".join(_tex(STAT_LABELS[s]) for s in STATS) + r" \\",
+            r"\midrule",
+        ]
+        mapped = False
+        for r in sec["raters"]:
+            p = r["stats"]["pooled"]
+            mark = "" if p["reliable"] else r"$^\dagger$"
+            if r["via_mapping"]:
+                mark += r"$^\ddagger$"
+                mapped = True
+            lines.append(
+                f"{_tex(r['source'].label)}{mark} & {p['n_traces']} & "
+                + " & ".join(_cell(p[s]) for s in STATS)
+                + r" \\"
+            )
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        note = r" $^\ddagger$: labels carried onto this version through the recorded mappings." if mapped else ""
+        lines.append(
+            r"\caption{Judges against " + where + f" on {v}" + r". $^\dagger$: fewer than "
+            f"{result['min_reliable']}" + r" traces; the interval is not a reliable 95\% interval." + note + "}"
+        )
+        lines += [
+            r"\end{table}",
+            "",
+            r"\begin{table}[t]",
+            r"\centering",
+            r"\begin{tabular}{l" + "c" * len(sec["raters"]) + "}",
+            r"\toprule",
+            "Mode & " + " & ".join(_tex(r["source"].label) for r in sec["raters"]) + r" \\",
+            r"\midrule",
+        ]
+        for j, m in enumerate(sec["modes"]):
+            cells = [_cell(r["stats"]["modes"][j]["kappa"]) for r in sec["raters"]]
+            lines.append(f"{_tex(m.code)} {_tex(m.name)} & " + " & ".join(cells) + r" \\")
+        lines += [
+            r"\bottomrule",
+            r"\end{tabular}",
+            r"\caption{Cohen's $\kappa$ per mode with 95\% bootstrap intervals, on " + v + ".}",
+            r"\end{table}",
+            "",
+        ]
     return "\n".join(lines)

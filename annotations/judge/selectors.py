@@ -1,7 +1,9 @@
 """Reads for the LLM judge: runs, their progress, prompt versions, and the judge's quality.
 
 Quality compares a judge rater's labels with the humans' agreed labels (the consensus of closed
-rounds, ``agreed_labels``) on the traces both have, per mode and pooled over all (trace, mode)
+rounds) carried onto the version the run labelled through the recorded mappings
+(``agreed_labels_on_version``; the result says how many came through a mapping), on the traces
+both have, per mode and pooled over all (trace, mode)
 units, in the layout of the MAST paper's Table 2: accuracy, precision, recall, F1, Cohen's kappa.
 Labels are read through ``annotations_visible_to``: a manager who annotates an open round does not
 see the judge's labels of that round's traces here either.
@@ -21,7 +23,7 @@ from django.utils import timezone
 from annotations.judge import prompting
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
-from annotations.rounds.agreed import agreed_labels
+from annotations.rounds.agreed import agreed_labels_on_version
 from annotations.rounds.agreement import cohen_kappa
 from taxonomy.models import FailureMode
 from traces.models import Project, Step, Trace
@@ -175,15 +177,18 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     version = run.taxonomy_version
     modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
     codes = [m.code for m in modes]
-    agreed: dict[tuple[int, str], int] = {}
-    for a in agreed_labels(project=project, taxonomy_version=version, trace_ids=run.trace_ids):
-        agreed[(a.trace_id, a.mode_code)] = int(a.decision == "present")
+    on_version = agreed_labels_on_version(project=project, target=version, trace_ids=run.trace_ids)
+    agreed: dict[tuple[int, str], int] = {(t, c): v for t, vals in on_version.labels.items() for c, v in vals.items()}
+    via_mapping = on_version.via_mapping
     result: dict[str, Any] = {
         "run": run.pk,
         "rater": run.rater.name if run.rater else None,
         "rater_kind": run.rater.kind if run.rater else None,
         "rater_id": run.rater_id,
         "n_agreed_traces": len({t for t, _ in agreed}),
+        "taxonomy_version": version.label,
+        "reference_via_mapping": via_mapping,
+        "reference_unknown": on_version.n_unknown,
         "modes": [],
         "overall": None,
         "disagreements": [],

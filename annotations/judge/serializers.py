@@ -226,6 +226,11 @@ class JudgeQualityOut(serializers.Serializer):
     rater_id = serializers.IntegerField(allow_null=True)
     in_sample = serializers.BooleanField(help_text="True for a baseline trained on these very agreed labels.")
     n_agreed_traces = serializers.IntegerField()
+    taxonomy_version = serializers.CharField(help_text="The version the run labelled: every number is on it.")
+    reference_via_mapping = serializers.IntegerField(
+        help_text="Agreed labels carried onto that version from other versions through the recorded mappings."
+    )
+    reference_unknown = serializers.IntegerField(help_text="Agreed units the mapping cannot decide (left out).")
     n_compared_traces = serializers.IntegerField(required=False)
     modes = ModeScoresOut(many=True)
     overall = ScoresOut(allow_null=True)

@@ -11,9 +11,16 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from annotations.judge.comparison import comparison_choices, comparison_csv, comparison_latex, judge_comparison
+from annotations.judge.comparison import (
+    comparison_choices,
+    comparison_csv,
+    comparison_latex,
+    comparison_versions,
+    judge_comparison,
+)
 from annotations.judge.imported import imported_raters, rater_import
 from annotations.models import Round
+from taxonomy.models import TaxonomyVersion
 from traces.projects.selectors import project_get_for_user
 
 MAX_UPLOAD = 50 * 1024 * 1024
@@ -23,9 +30,10 @@ def _project(request, slug):
     return project_get_for_user(user=request.user, slug=slug, capability="manage")
 
 
-def comparison_request(request, project) -> tuple[list, Round | None, list[str]]:
-    """The chosen sources (``?s=run:1&s=rater:4``) and round (``?round=<id>``, else the project's
-    agreed labels); unknown values are reported, not ignored."""
+def comparison_request(request, project) -> tuple[list, Round | None, TaxonomyVersion | None, list[str]]:
+    """The chosen sources (``?s=run:1&s=rater:4``), round (``?round=<id>``, else the project's
+    agreed labels) and version (``?version=<id>``, else each judge's own and the working one);
+    unknown values are reported, not ignored."""
     choices = {c.key: c for c in comparison_choices(project=project)}
     problems = []
     chosen = []
@@ -42,16 +50,30 @@ def comparison_request(request, project) -> tuple[list, Round | None, list[str]]
             rnd = None
         if rnd is None:
             problems.append(f"round {request.GET['round']!r} is not a closed round of this project")
-    return chosen, rnd, problems
+    version = None
+    if request.GET.get("version"):
+        version = comparison_versions(project=project).filter(pk=_int(request.GET["version"])).first()
+        if version is None:
+            problems.append(f"version {request.GET['version']!r} is not a taxonomy version this project uses")
+    return chosen, rnd, version, problems
+
+
+def _int(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        return -1
 
 
 @login_required
 def judge_compare_page(request, slug):
     project, role = _project(request, slug)
-    chosen, rnd, problems = comparison_request(request, project)
+    chosen, rnd, version, problems = comparison_request(request, project)
     result = None
     if chosen and not problems:
-        result = judge_comparison(project=project, user=request.user, sources=chosen, round=rnd)
+        result = judge_comparison(
+            project=project, user=request.user, sources=chosen, round=rnd, taxonomy_version=version
+        )
         fmt = request.GET.get("format")
         stem = f"{project.slug}-judges{'-round-' + str(rnd.pk) if rnd else ''}"
         if fmt == "csv":
@@ -65,7 +87,8 @@ def judge_compare_page(request, slug):
     rounds = Round.objects.filter(project=project, state="closed").order_by("-closed_at")
     unreliable = bool(result) and any(
         not r["stats"]["pooled"]["reliable"] or not all(m["reliable"] for m in r["stats"]["modes"])
-        for r in result["raters"]
+        for sec in result["sections"]
+        for r in sec["raters"]
     )
     return render(
         request,
@@ -77,6 +100,8 @@ def judge_compare_page(request, slug):
             "chosen_keys": {c.key for c in chosen},
             "rounds": rounds,
             "round": rnd,
+            "versions": comparison_versions(project=project),
+            "version": version,
             "problems": problems,
             "result": result,
             "unreliable": unreliable,

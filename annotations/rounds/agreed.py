@@ -177,6 +177,8 @@ class AgreedMasks:
     unanimous: dict[int, int] = field(default_factory=dict)
     majority: dict[int, int] = field(default_factory=dict)
     mapped: dict[int, int] = field(default_factory=dict)
+    # with bases: which known bits a round of another version decided (carried through a mapping)
+    foreign: dict[int, int] = field(default_factory=dict)
 
     def basis(self, trace_id: int, bit: int) -> str:
         b = 1 << bit
@@ -239,6 +241,7 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
             out.unanimous[tid] = (out.unanimous.get(tid, 0) & ~k) | u
             out.majority[tid] = (out.majority.get(tid, 0) & ~k) | m
             out.mapped[tid] = (out.mapped.get(tid, 0) & ~k) | carried
+            out.foreign[tid] = (out.foreign.get(tid, 0) & ~k) | (k if vid != target else 0)
     return out
 
 
@@ -374,6 +377,7 @@ class AgreedOnVersion:
     basis: dict[int, dict[str, str]]
     unknown: dict[int, list[str]]
     mapping: list[dict]
+    via_mapping: int = 0  # labels a round of another version decided (carried through a mapping)
 
     @property
     def n_unknown(self) -> int:
@@ -425,8 +429,15 @@ def agreed_labels_on_version(
         left = sorted(c for c in codes if c not in labels.get(tid, {}))
         if left:
             unknown[tid] = left
+    via_mapping = sum(bin(folded.foreign.get(t, 0) & k).count("1") for t, k in folded.known.items())
     return AgreedOnVersion(
-        target=target, codes=mapper.codes, labels=labels, basis=basis, unknown=unknown, mapping=mapper.summary()
+        target=target,
+        codes=mapper.codes,
+        labels=labels,
+        basis=basis,
+        unknown=unknown,
+        mapping=mapper.summary(),
+        via_mapping=via_mapping,
     )
 
 

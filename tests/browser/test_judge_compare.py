@@ -61,8 +61,8 @@ def test_comparison_page_shows_three_runs_and_an_imported_rater_with_cis_and_mat
     page.check(f"input[name=s][value='rater:{imported.pk}']")
     page.select_option("select[name=round]", str(rnd.pk))
     page.click("button:has-text('Compare')")
-    page.wait_for_selector("#compare-pooled")
-    body = page.locator("#compare-pooled tbody tr")
+    page.wait_for_selector(".compare-pooled")
+    body = page.locator(".compare-pooled tbody tr")
     assert body.count() == 4
     assert page.locator("#small-sample-note").is_visible()  # 12 traces < 20
     shown = {}
@@ -82,7 +82,7 @@ def test_comparison_page_shows_three_runs_and_an_imported_rater_with_cis_and_mat
         page.click("a:has-text('CSV')")
     text = Path(dl.value.path()).read_text(encoding="utf-8")
     pooled = {r["rater"]: r for r in csv.DictReader(io.StringIO(text)) if r["mode"] == "pooled"}
-    labels = {f"run:{r.pk}": f"Run #{r.pk}: {r.rater.name}" for r in runs} | {
+    labels = {f"run:{r.pk}": f"Run #{r.pk}: {r.rater.name} ({r.taxonomy_version.label})" for r in runs} | {
         f"rater:{imported.pk}": "Imported: Lab B o1"
     }
     for key, (value, ci) in shown.items():
