@@ -49,9 +49,7 @@ class _Classifier:
 
 
 # Lines only this format writes: format detection looks for them (traces.parsers.registry).
-MARKERS = (
-    re.compile(r"^\*{10,} Task \d+/\d+ \(|^Response from Supervisor Agent\s*$", re.M),
-)
+MARKERS = (re.compile(r"^\*{10,} Task \d+/\d+ \(|^Response from Supervisor Agent\s*$", re.M),)
 
 
 def parse_appworld(text: str) -> ParsedTrace:

@@ -38,9 +38,7 @@ def _classify(m: re.Match[str]) -> tuple[str, str]:
 
 
 # Lines only this format writes: format detection looks for them (traces.parsers.registry).
-MARKERS = (
-    re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\] ", re.M),
-)
+MARKERS = (re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]+\] ", re.M),)
 
 
 def parse_chatdev(text: str) -> ParsedTrace:

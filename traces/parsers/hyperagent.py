@@ -35,9 +35,7 @@ def _classify(m: re.Match[str]) -> tuple[str, str]:
 
 
 # Lines only this format writes: format detection looks for them (traces.parsers.registry).
-MARKERS = (
-    re.compile(r"^HyperAgent_\S+ - [A-Z]+ - ", re.M),
-)
+MARKERS = (re.compile(r"^HyperAgent_\S+ - [A-Z]+ - ", re.M),)
 
 
 def parse_hyperagent_text(text: str) -> ParsedTrace:

@@ -23,9 +23,7 @@ def _classify(m: re.Match[str]) -> tuple[str, str]:
 
 
 # Lines only this format writes: format detection looks for them (traces.parsers.registry).
-MARKERS = (
-    re.compile(r"^SCENARIO\.PY STARTING !#!#|^---------- (?:user|MagenticOneOrchestrator) -{10}$", re.M),
-)
+MARKERS = (re.compile(r"^SCENARIO\.PY STARTING !#!#|^---------- (?:user|MagenticOneOrchestrator) -{10}$", re.M),)
 
 
 def parse_magentic_one(text: str) -> ParsedTrace:

@@ -53,6 +53,13 @@ def to_messages(items: list, *, filename: str = "") -> list[Message]:
         calls = item.get("tool_calls") or ([item["function_call"]] if item.get("function_call") else [])
         if isinstance(calls, list) and calls:
             content = "\n".join([content, *map(_call_text, calls)]) if content else "\n".join(map(_call_text, calls))
+        if not agent and not content:
+            # nothing to show and nobody to show it for: not a chat message (a record of another
+            # shape read as one); refused rather than stored as an empty "unknown" step
+            keys = ", ".join(sorted(map(str, item))[:6]) or "no keys"
+            raise ParseError(
+                f"message {n + 1} has no role, name or content (keys: {keys}): not a chat message", filename=filename
+            )
         msgs.append(Message(agent, kind_of(agent, role, content, item), content, role))
     # code followed by its execution output: a tool call and a tool output. MathChat's
     # proxy answers code with bare results ("29.0"), so an executor's reply counts too.

@@ -38,9 +38,7 @@ def _classify(m: re.Match[str]) -> tuple[str, str] | None:
 
 
 # Lines only this format writes: format detection looks for them (traces.parsers.registry).
-MARKERS = (
-    re.compile(r"\| app\.agent\.\w+:\w+:\d+ - |Manus's thoughts:", re.M),
-)
+MARKERS = (re.compile(r"\| app\.agent\.\w+:\w+:\d+ - |Manus's thoughts:", re.M),)
 
 
 def parse_openmanus(text: str) -> ParsedTrace:

@@ -23,8 +23,40 @@ class Message:
     details: dict = field(default_factory=dict)  # ParsedStep.details
 
 
+_PART_NAMES = {
+    "image": "image",
+    "image_url": "image",
+    "input_image": "image",
+    "file": "file",
+    "input_file": "file",
+    "document": "file",
+    "audio": "audio",
+    "input_audio": "audio",
+    "video": "video",
+}
+
+
+def _part_name(item: dict) -> str | None:
+    """A non-text content part named in a line ("[image: chart.png]"), or None when not one."""
+    kind = str(item.get("type") or "")
+    what = _PART_NAMES.get(kind)
+    if what is None:
+        return None
+    ref = ""
+    for key in ("filename", "name", "file_name", "url", "image_url", "file_id", "file", "source", "input_audio"):
+        value = item.get(key)
+        if isinstance(value, dict):
+            value = value.get("url") or value.get("filename") or value.get("file_id") or value.get("media_type")
+        if isinstance(value, str) and value:
+            ref = value if not value.startswith("data:") else value.split(";", 1)[0] + ";…"
+            break
+    return f"[{what}: {ref}]" if ref else f"[{what}]"
+
+
 def text_of(value: object) -> str:
-    """Message content as text: strings as is, lists of lines joined, content parts flattened."""
+    """Message content as text: strings as is, lists of lines joined, content parts flattened:
+    text parts (``{"type": "text", "text": ...}``) give their text, images, files and audio are
+    named in a line (``[image: chart.png]``), never dropped; anything else is shown as JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -34,6 +66,8 @@ def text_of(value: object) -> str:
         for item in value:
             if isinstance(item, dict) and isinstance(item.get("text"), str):
                 parts.append(item["text"])
+            elif isinstance(item, dict) and (named := _part_name(item)) is not None:
+                parts.append(named)
             else:
                 parts.append(text_of(item))
         return "\n".join(parts)

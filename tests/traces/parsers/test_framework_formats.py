@@ -170,7 +170,10 @@ def test_adamast_jsonl_is_one_trace_per_record_with_its_metadata() -> None:
 def test_adamast_record_without_trajectory_is_refused_with_its_record() -> None:
     text = json.dumps({"problem_id": "a", "task": "t", "raw_trajectory": "hello", "metadata": {}}) + "\n"
     text += json.dumps({"problem_id": "b", "task": "t", "raw_trajectory": "", "metadata": {}}) + "\n"
-    with pytest.raises(ParseError, match=r"a.jsonl, record 2: read as AdaMAST JSONL: record has no 'raw_trajectory'"):
+    with pytest.raises(
+        ParseError,
+        match=r"a.jsonl, record 2: read as AdaMAST JSONL: record has no 'messages', 'trajectory' or 'raw_trajectory'",
+    ):
         parse_traces(text, filename="a.jsonl")
 
 
