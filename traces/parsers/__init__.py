@@ -115,6 +115,13 @@ for _fmt in (
     TraceFormat("claude", kind="json", sniff=claude.sniff, parse_obj=claude.parse_claude, label=claude.LABEL),
     TraceFormat("autogen", kind="json", sniff=autogen.sniff, parse_obj=autogen.parse_autogen, label=autogen.LABEL),
     TraceFormat(
+        "smolagents_run",
+        kind="json",
+        sniff=smolagents.sniff_run,
+        parse_obj=smolagents.parse_smolagents_run,
+        label=smolagents.RUN_LABEL,
+    ),
+    TraceFormat(
         "smolagents", kind="json", sniff=smolagents.sniff, parse_obj=smolagents.parse_smolagents, label=smolagents.LABEL
     ),
     TraceFormat(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from traces.parsers.base import ParsedTrace, ParseError
 from traces.parsers.render import Message, text_of
-from traces.parsers.shapes import as_dict, as_list, build_trace, call_text, json_text, text, usage_details
+from traces.parsers.shapes import as_dict, as_list, build_trace, call_text, json_text, rows_of, text, usage_details
 
 LABEL = "smolagents memory steps"
 
@@ -133,3 +133,92 @@ def parse_smolagents(obj: object, filename: str = "") -> ParsedTrace:
     if not trace.llm_name and meta.get("model_id"):
         trace.llm_name = str(meta["model_id"])
     return trace
+
+
+# ------------------------------------------------------------------ benchmark output (one record per task)
+
+RUN_LABEL = "smolagents benchmark output"
+# smolagents' examples/smolagents_benchmark/run.py and open_deep_research/run_gaia.py write one JSON
+# line per task; ``intermediate_steps`` is ``agent.write_memory_to_messages()`` as dicts (roles
+# user / assistant / system / tool-call / tool-response, content a list of {type, text} parts).
+_RUN_KEYS = ('"true_answer"', '"agent_action_type"', '"augmented_question"')
+_ROLE_KINDS = {"system": "system", "tool-call": "tool_call", "tool-response": "tool_output", "tool": "tool_output"}
+_AGENT_OF_TYPE = {"code": "CodeAgent", "tool-calling": "ToolCallingAgent", "vanilla": "model"}
+
+
+def sniff_run(head: str) -> bool:
+    return '"question"' in head and any(k in head for k in _RUN_KEYS) and '"step_number"' not in head
+
+
+def _run_messages(steps: object, agent: str, n: int, filename: str) -> list[Message]:
+    if isinstance(steps, str):  # the "vanilla" runs: the model's answer is the whole trace
+        return [Message(agent, "message", steps, "assistant")] if steps.strip() else []
+    if not isinstance(steps, list):
+        raise ParseError(
+            f"read as {RUN_LABEL}: 'intermediate_steps' is {type(steps).__name__}, expected a list",
+            filename=filename,
+            record=n,
+        )
+    out = []
+    for i, m in enumerate(steps):
+        if isinstance(m, str):  # memory steps written with str()
+            out.append(Message(agent, "log", m, "step"))
+            continue
+        if not isinstance(m, dict):
+            raise ParseError(f"read as {RUN_LABEL}: step {i + 1} is not an object", filename=filename, record=n)
+        role = text(m.get("role")).lower().removeprefix("messagerole.")
+        content = text_of(m.get("content"))
+        calls = [_call(c) for c in as_list(m.get("tool_calls"))]
+        body = "\n".join([content, *calls]) if content else "\n".join(calls)
+        if not role and not body:
+            raise ParseError(
+                f"read as {RUN_LABEL}: step {i + 1} has no role and no content", filename=filename, record=n
+            )
+        who = "user" if role == "user" else "tool" if role in ("tool-response", "tool") else agent
+        kind = _ROLE_KINDS.get(role, "tool_call" if calls else "message")
+        out.append(Message(who, kind, body, role, usage_details(m.get("token_usage"))))
+    return out
+
+
+def _call(call: object) -> str:
+    c = as_dict(call)
+    fn = as_dict(c.get("function")) or c
+    return call_text(text(fn.get("name")), fn.get("arguments"))
+
+
+def parse_smolagents_run(obj: object, filename: str = "") -> list[ParsedTrace]:
+    traces = []
+    for n, rec in enumerate(rows_of(obj, filename=filename, what=RUN_LABEL)):
+        agent = _AGENT_OF_TYPE.get(text(rec.get("agent_action_type")), "agent")
+        msgs = _run_messages(rec.get("intermediate_steps"), agent, n, filename)
+        if not msgs:
+            error = text(rec.get("agent_error")) or (
+                text(rec.get("answer")) if not rec.get("intermediate_steps") else ""
+            )
+            why = f" (the run failed: {error[:200]})" if error else ""
+            raise ParseError(f"read as {RUN_LABEL}: record has no intermediate steps{why}", filename=filename, record=n)
+        question = text(rec.get("original_question")) or text(rec.get("question"))
+        meta = {
+            k: rec[k]
+            for k in ("answer", "prediction", "true_answer", "source", "token_counts", "start_time", "end_time")
+            if k in rec
+        }
+        for k in (
+            "agent_action_type",
+            "parsing_error",
+            "iteration_limit_exceeded",
+            "agent_error",
+            "augmented_question",
+        ):
+            if rec.get(k) is not None:
+                meta[k] = rec[k]
+        trace = build_trace(
+            "smolagents_run", RUN_LABEL, msgs, filename=filename, record=n, mas_name="smolagents", task=question
+        )
+        trace.metadata.update(meta)
+        trace.metadata["smolagents_record"] = n
+        trace.llm_name = text(rec.get("model_id")) or text(rec.get("agent_name")) or trace.llm_name
+        trace.benchmark = text(rec.get("source")) or trace.benchmark
+        trace.external_id = text(rec.get("task_id")) or trace.external_id
+        traces.append(trace)
+    return traces

@@ -207,3 +207,37 @@ def test_messages_with_no_content_are_refused() -> None:
     data = json.dumps({"messages": [{"source": "a", "type": "TextMessage", "content": ""}]})
     with pytest.raises(ParseError, match="read as AutoGen TaskResult: no message has any content"):
         parse_trace(data, filename="empty.json")
+
+
+def test_smolagents_benchmark_output_is_one_trace_per_task_with_every_message():
+    """examples/smolagents_benchmark/run.py: one JSON line per task, intermediate_steps as
+    write_memory_to_messages() dicts (content parts, tool-call / tool-response roles)."""
+    name = "smolagents_benchmark.jsonl"
+    assert detect_format(_read(name), filename=name) == "smolagents_run"
+    code, tools, vanilla = parse_traces(_read(name), filename=name)
+    assert [t.llm_name for t in (code, tools, vanilla)] == ["Qwen/Qwen2.5-Coder-32B-Instruct"] * 2 + ["gpt-4o"]
+    assert [t.benchmark for t in (code, tools, vanilla)] == ["MATH", "SimpleQA", "GAIA"]
+    assert code.task == "What is 2+2?" and code.metadata["true_answer"] == "4"
+    assert code.metadata["token_counts"] == {"input": 1234, "output": 56}
+    assert [(s.agent, s.kind) for s in code.steps] == [
+        ("CodeAgent", "system"),
+        ("user", "message"),
+        ("CodeAgent", "message"),
+        ("CodeAgent", "tool_call"),
+        ("tool", "tool_output"),
+    ]
+    assert "final_answer(2+2)" in code.steps[2].content and "Last output from code snippet:\n4" in code.steps[4].content
+    assert [(s.agent, s.kind) for s in tools.steps] == [
+        ("user", "message"),
+        ("ToolCallingAgent", "tool_call"),
+        ("tool", "tool_output"),
+    ]
+    assert 'call web_search({"query": "capital of France"})' in tools.steps[1].content
+    assert [s.content for s in vanilla.steps] == ["### model (assistant)\nhi"]
+    assert not any("unknown" in s.content for t in (code, tools, vanilla) for s in t.steps)
+
+
+def test_a_failed_smolagents_task_with_no_steps_is_refused_naming_the_record():
+    rec = {"model_id": "m", "question": "q", "true_answer": "a", "answer": "Timeout", "intermediate_steps": []}
+    with pytest.raises(ParseError, match=r"b.jsonl, record 1: .* no intermediate steps \(the run failed: Timeout\)"):
+        parse_traces(json.dumps(rec) + "\n", filename="b.jsonl")
