@@ -8,7 +8,13 @@
 * OpenAI-style ``{"role": "user"|"assistant"|"tool", "content", "name", "tool_calls"}``.
 
 A LangGraph state (``{"messages": [...], ...}``) is read for its messages; its other keys are
-kept as metadata. Agents: a message's ``name`` (LangGraph multi-agent graphs name each agent's AI
+kept as metadata. So are a thread's saved states (``_state_of``): a ``get_state()`` snapshot or
+the LangGraph API's thread state (``{"values": {"messages"}, "next", "checkpoint" | "config",
+"metadata", "created_at", "tasks"}``), the snapshot JSON-dumped as a tuple (``[values, next,
+config, metadata, created_at, ...]``), a checkpointer's checkpoint (``{"channel_values":
+{"messages"}, ...}``) and a state history (``get_state_history()``, a list of those): the
+history's latest state holds every message (``add_messages`` appends), so it is the trace, and
+the number of checkpoints is kept. Agents: a message's ``name`` (LangGraph multi-agent graphs name each agent's AI
 messages, e.g. ``research_expert``), else "user" for human messages and "assistant" for AI ones.
 A tool message belongs to the agent whose tool call it answers (role ``tool result: <name>``).
 """
@@ -69,10 +75,57 @@ def _details(fields: dict) -> dict:
     return usage_details(usage, model=model)
 
 
+def _values(state: object) -> dict | None:
+    """The channel values of one saved state, or None when it is not one."""
+    if isinstance(state, dict):
+        for key in ("values", "channel_values"):
+            if isinstance(state.get(key), dict) and isinstance(state[key].get("messages"), list):
+                return state[key]
+        cp = as_dict(state.get("checkpoint"))
+        if isinstance(as_dict(cp.get("channel_values")).get("messages"), list):
+            return cp["channel_values"]
+    # a StateSnapshot named tuple dumped as a JSON array: [values, next, config, metadata, created_at, ...]
+    if (
+        isinstance(state, list)
+        and len(state) >= 4
+        and isinstance(state[0], dict)
+        and isinstance(state[0].get("messages"), list)
+        and isinstance(state[1], list)
+        and isinstance(state[2], dict)
+    ):
+        return state[0]
+    return None
+
+
+def _state_of(obj: object) -> tuple[list, dict] | None:
+    """(messages, metadata) of a saved thread state or state history; None for anything else."""
+    values = _values(obj)
+    if values is not None:
+        meta = {k: v for k, v in values.items() if k != "messages" and isinstance(v, str | int | float | bool)}
+        state = obj if isinstance(obj, dict) else {"config": obj[2], "created_at": obj[4] if len(obj) > 4 else None}
+        for key in ("created_at", "next"):
+            if state.get(key) not in (None, "", []):
+                meta[f"state_{key}"] = state[key]
+        thread = as_dict(as_dict(state.get("config") or state.get("checkpoint")).get("configurable")) or as_dict(
+            state.get("checkpoint")
+        )
+        if text(thread.get("thread_id")):
+            meta["thread_id"] = text(thread["thread_id"])
+        return values["messages"], meta
+    if isinstance(obj, list) and obj and all(_values(s) is not None for s in obj):
+        latest = max(obj, key=lambda s: len(_values(s)["messages"]))  # add_messages only appends
+        messages, meta = _state_of(latest)
+        meta["checkpoints"] = len(obj)
+        return messages, meta
+    return None
+
+
 def parse_langchain(obj: object, filename: str = "") -> ParsedTrace:
     meta: dict = {}
     items = obj
-    if isinstance(obj, dict):
+    if (state := _state_of(obj)) is not None:
+        items, meta = state
+    elif isinstance(obj, dict):
         items = obj.get("messages")
         if not isinstance(items, list):
             raise ParseError(f"read as {LABEL}: no 'messages' list", filename=filename)

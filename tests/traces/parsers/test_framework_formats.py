@@ -241,3 +241,39 @@ def test_a_failed_smolagents_task_with_no_steps_is_refused_naming_the_record():
     rec = {"model_id": "m", "question": "q", "true_answer": "a", "answer": "Timeout", "intermediate_steps": []}
     with pytest.raises(ParseError, match=r"b.jsonl, record 1: .* no intermediate steps \(the run failed: Timeout\)"):
         parse_traces(json.dumps(rec) + "\n", filename="b.jsonl")
+
+
+def _langgraph_states() -> tuple[dict, list]:
+    state = json.loads(_read("langgraph_thread_state.json"))
+    history = [
+        {**state, "values": {"messages": state["values"]["messages"][:k]}, "next": ["agent"] if k < 4 else []}
+        for k in (4, 2, 1)  # get_state_history: newest first
+    ]
+    return state, history
+
+
+@pytest.mark.parametrize("shape", ["snapshot", "history", "tuple", "checkpoint"])
+def test_a_langgraph_thread_state_is_read_for_its_messages(shape):
+    """A get_state() snapshot / the API's thread state, the state history, the snapshot dumped as a
+    tuple, and a checkpointer's checkpoint all give the thread's four messages."""
+    state, history = _langgraph_states()
+    obj = {
+        "snapshot": state,
+        "history": history,
+        "tuple": [state["values"], [], {"configurable": {"thread_id": "th-1"}}, {"step": 3}, "2025-01-01"],
+        "checkpoint": {"v": 1, "id": "1ef", "channel_values": state["values"], "channel_versions": {}},
+    }[shape]
+    text = json.dumps(obj)
+    assert detect_format(text, filename="state.json") == "langchain"
+    trace = parse_trace(text, filename="state.json")
+    assert [(s.agent, s.kind) for s in trace.steps] == [
+        ("user", "message"),
+        ("weather_agent", "tool_call"),
+        ("weather_agent", "tool_output"),
+        ("weather_agent", "message"),
+    ]
+    assert trace.task == "What's the weather in SF?" and trace.llm_name == "gpt-4o"
+    if shape == "history":
+        assert trace.metadata["checkpoints"] == 3
+    if shape in ("snapshot", "tuple"):
+        assert trace.metadata["thread_id"] == "th-1"
