@@ -25,13 +25,25 @@ def _no_constant(_name: str) -> None:
     return None
 
 
+TOO_DEEP = "nested too deeply (over 1,000 levels of arrays and objects): not a trace this reader takes"
+
+
+def _stdlib(data: bytes | str) -> object:
+    """``json.loads``; JSON nested deeper than the interpreter's stack is bad input, said as such
+    (a RecursionError would read as a crash, and a retry would fail again)."""
+    try:
+        return json.loads(data, parse_constant=_no_constant)
+    except RecursionError:
+        raise JSONDecodeError(TOO_DEEP, data if isinstance(data, str) else "", 0) from None
+
+
 def loads(data: bytes | str) -> object:
     """Decode one JSON document; raises json.JSONDecodeError (with line and column) when invalid."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
-    return json.loads(data, parse_constant=_no_constant)
+    return _stdlib(data)
 
 
 def loads_complete(data: bytes) -> tuple[bool, object]:
@@ -46,6 +58,6 @@ def loads_complete(data: bytes) -> tuple[bool, object]:
         if e.msg == _TRUNCATED:
             return False, None
     try:
-        return True, json.loads(data, parse_constant=_no_constant)
+        return True, _stdlib(data)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False, None

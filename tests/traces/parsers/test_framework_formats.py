@@ -277,3 +277,9 @@ def test_a_langgraph_thread_state_is_read_for_its_messages(shape):
         assert trace.metadata["checkpoints"] == 3
     if shape in ("snapshot", "tuple"):
         assert trace.metadata["thread_id"] == "th-1"
+
+
+@pytest.mark.parametrize("text", ["[" * 200_000 + "]" * 200_000, '{"a":' * 200_000 + "1" + "}" * 200_000])
+def test_json_nested_200000_levels_deep_is_bad_input_naming_the_file(text):
+    with pytest.raises(ParseError, match=r"deep.json, line 1: invalid JSON: nested too deeply"):
+        parse_traces(text, filename="deep.json")
