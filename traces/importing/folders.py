@@ -8,6 +8,12 @@ from the ``.prompt`` its name starts with (in a folder of one run, from the fold
 ``.prompt``, else from meta.txt's "Task") and, in a folder of one run, ``meta.txt`` as metadata.
 The companions (configs, prompts, generated code) are skipped; every other file is a source of
 its own.
+
+Among several files (a folder, a zip, a multi-file upload) read with format "auto", a file that is
+not a trace by its name (README, MANIFEST, LICENSE, CHANGELOG, ``.md``, ``.rst``, code and config
+files) and whose text no trace format reads is skipped with a line saying so, instead of becoming a
+"plain text" trace. A plain-text trace stays importable on purpose: on its own, or with the
+format "plain text".
 """
 
 from __future__ import annotations
@@ -18,8 +24,11 @@ from traces.importing.sources import Entry, Source, read_text
 from traces.parsers import detect_format
 
 
-def sources_from_entries(entries: list[Entry]) -> list[Source]:
+def sources_from_entries(entries: list[Entry], *, format: str = "auto") -> list[Source]:
     """One source per file, except in ChatDev WareHouse folders: .log files only, with task and meta."""
+    if format == "auto" and len(entries) > 1:
+        sources = sources_from_entries(entries, format="")
+        return [s if s.note else _maybe_not_a_trace(s) for s in sources]
     by_dir: dict[str, list[Entry]] = {}
     for e in entries:
         by_dir.setdefault(e.dirname, []).append(e)
@@ -73,6 +82,31 @@ def _companion_note(e: Entry, logs: list[Entry]) -> str:
 
 
 _TEXT_ARTIFACTS = (".md", ".py", ".txt", ".csv", ".html", ".js", ".css")
+_DOC_NAMES = re.compile(r"^(?:readme|manifest|license|licence|changelog|changes|contributing|notice|authors)\b", re.I)
+_NOT_TRACE_SUFFIXES = (
+    ".md", ".rst", ".py", ".ipynb", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".sh", ".html", ".css", ".js", ".ts",
+)  # fmt: skip
+
+
+def _maybe_not_a_trace(source: Source) -> Source:
+    """``source`` with a note when it is a documentation, code or config file no trace format reads."""
+    base = source.name.replace("\\", "/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    if not (_DOC_NAMES.match(base) or base.lower().endswith(_NOT_TRACE_SUFFIXES)):
+        return source
+    try:
+        with source.opener() as f:
+            head = f.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return source
+    if detect_format(head, filename=base) != "plaintext":
+        return source  # a trace in a format we read, whatever its name
+    what = (
+        "documentation" if _DOC_NAMES.match(base) or base.lower().endswith((".md", ".rst")) else "code or configuration"
+    )
+    source.note = (
+        f"skipped: {what}, not a trace (to read it as one, import it on its own or with the format 'plain text')"
+    )
+    return source
 
 
 def _is_other_trace(e: Entry) -> bool:

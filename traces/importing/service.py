@@ -99,7 +99,7 @@ def traces_import(
         raise TraceImportError(f"unknown format {format!r}; expected one of {', '.join(IMPORT_FORMATS)}")
     zips: list[zipfile.ZipFile] = []
     try:
-        sources = sources_from_entries(collect_entries(list(paths_or_files), zips))
+        sources = sources_from_entries(collect_entries(list(paths_or_files), zips), format=format)
         with _fewer_collections():
             return _import_sources(project=project, sources=sources, format=format, by=by, job=job, progress=progress)
     finally:

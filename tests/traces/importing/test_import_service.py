@@ -429,3 +429,18 @@ def test_a_chatdev_run_uploaded_beside_other_logs_keeps_its_prompt_to_itself(pro
     assert chatdev.task.startswith("Build a command-line tool")
     assert openmanus.task == ""
     assert "chatdev_meta" not in openmanus.metadata
+
+
+def test_a_folder_of_a_run_skips_its_readme_and_code_with_a_line_saying_so(project, demo_data, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(demo_data / "openmanus", run)
+    (run / "README.md").write_text("# Our run\n\nWe ran OpenManus on GAIA.\n\nSee MANIFEST.md.\n")
+    (run / "MANIFEST.md").write_text("files:\n- the log\n")
+    (run / "plot.py").write_text("import matplotlib\nprint('plot')\n")
+    result = traces_import(project=project, paths_or_files=[run])
+    assert result.imported == 1 and Trace.objects.filter(project=project).count() == 1
+    lines = {line["file"].rsplit("/", 1)[-1]: line for line in result.files}
+    for name, what in (("README.md", "documentation"), ("MANIFEST.md", "documentation"), ("plot.py", "code")):
+        assert lines[name]["status"] == "companion" and lines[name]["reason"].startswith(f"skipped: {what}")
+    # on its own, or asked for as plain text, the same README is a trace
+    assert traces_import(project=project, paths_or_files=[run / "README.md"]).imported == 1
