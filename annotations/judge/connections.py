@@ -55,10 +55,14 @@ PRESETS_BY_KEY = {p.key: p for p in PRESETS}
 
 
 def connection_adaptations(connection: ProviderConnection | None, model: str) -> list[str]:
-    """What the connection's server refused for `model` (``JudgeRun.dropped_params`` values), in order."""
-    if connection is None:
+    """What the connection's server refused for `model` (``JudgeRun.dropped_params`` values), in order.
+
+    Read from the database, not from `connection`: a run or test may have recorded more since
+    the caller loaded it."""
+    if connection is None or connection.pk is None:
         return []
-    return list((connection.adaptations or {}).get(model.strip(), []))
+    known = ProviderConnection.objects.filter(pk=connection.pk).values_list("adaptations", flat=True).first()
+    return list((known or {}).get(model.strip(), []))
 
 
 def connection_list(*, project: Project) -> QuerySet[ProviderConnection]:

@@ -72,10 +72,9 @@ def test_a_model_refusing_system_max_tokens_and_temperature_gets_a_completed_run
         # Every refusal came before the first answer; after it, exactly one request per trace.
         assert len(server.refusals) == len(learned)
         assert server.n_requests == 4 + len(learned)
-        conn.refresh_from_db()
-        assert conn.adaptations == {MODEL: learned}
+        assert ProviderConnection.objects.get(pk=conn.pk).adaptations == {MODEL: learned}
 
-        before = server.n_requests
+        before = server.n_requests  # `conn` is the object loaded before the first run: the record is read fresh
         second = drive(run_over(project, manager, conn, make_judge_traces(project, 3, start=10)))
         assert second.state == "done" and second.n_done == 3, second.error
         assert server.n_requests - before == 3  # one request per trace, none refused
