@@ -30,6 +30,9 @@ class DemoContext:
     project: Project
     users: dict[str, object]
     log: list[str] = field(default_factory=list)
+    # The base URL of the demo's stand-in LLM (scripts/demo.sh runs ``serve_demo_llm``); empty:
+    # the judge seed runs one in this process while it seeds (annotations/judge/demo.py).
+    llm_url: str = ""
 
     def say(self, line: str) -> None:
         self.log.append(line)
@@ -94,8 +97,9 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     ]
 
 
-def seed_demo() -> DemoContext:
+def seed_demo(*, llm_url: str = "") -> DemoContext:
     ctx = seed_users_and_project()
+    ctx.llm_url = llm_url
     for step in demo_steps():
         step(ctx)
     return ctx

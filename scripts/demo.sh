@@ -19,13 +19,32 @@ export SESSION_COOKIE_SECURE=false CSRF_COOKIE_SECURE=false SECURE_HSTS_SECONDS=
 PORT=${PORT:-8000}
 PY=.venv/bin/python
 
+# The demo's judge connection points at a scripted stand-in LLM (not a model) that runs as long
+# as the demo: a fixed loopback port, DEMO_LLM_PORT (default PORT + 1000).
+DEMO_LLM_PORT=${DEMO_LLM_PORT:-$((PORT + 1000))}
+LLM_URL="http://127.0.0.1:$DEMO_LLM_PORT/v1"
+
 $PY manage.py migrate --noinput
 $PY manage.py collectstatic --noinput >/dev/null
-$PY manage.py seed_demo --url "http://127.0.0.1:$PORT"
+
+$PY manage.py serve_demo_llm --port "$DEMO_LLM_PORT" > var/demo-llm.log 2>&1 &
+LLM=$!
+WORKER=
+stop_all() { kill $LLM $WORKER 2>/dev/null; wait $LLM $WORKER 2>/dev/null; }
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+for _ in $(seq 100); do
+  grep -q ready var/demo-llm.log 2>/dev/null && break
+  kill -0 $LLM 2>/dev/null || { cat var/demo-llm.log >&2; exit 1; }
+  sleep 0.1
+done
+grep -q ready var/demo-llm.log || { echo "the demo stand-in LLM did not start; see var/demo-llm.log" >&2; exit 1; }
+
+$PY manage.py seed_demo --url "http://127.0.0.1:$PORT" --llm-url "$LLM_URL"
 
 $PY -m celery -A mast_site worker -l WARNING -P threads --concurrency=4 --without-gossip --without-mingle \
   > var/demo-worker.log 2>&1 &
 WORKER=$!
-trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
-echo "Worker running (log: var/demo-worker.log). Serving http://127.0.0.1:$PORT  (Ctrl-C stops both)"
+echo "Worker running (log: var/demo-worker.log); stand-in LLM on $LLM_URL (scripted, not a model; log:"
+echo "var/demo-llm.log). Serving http://127.0.0.1:$PORT  (Ctrl-C stops all three)"
 .venv/bin/gunicorn mast_site.wsgi -b 127.0.0.1:$PORT -w 2 -k gthread --threads 8 --keep-alive 30 --access-logfile - --log-level warning

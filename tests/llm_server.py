@@ -15,6 +15,14 @@ with ``max_tokens`` or a non-default ``temperature`` gets the 400 those models s
 parameter), and answers report ``completion_tokens_details.reasoning_tokens``. ``default_answer``
 answers the MAST authors' ``@@`` format when the prompt is agentdash's (``mast_answer``), JSON
 otherwise. ``require_key`` answers 401 to any other bearer token.
+
+``refuse_roles=("system",)`` refuses a message in those roles with the 400 the real servers send
+(``role_style``): "openai" is OpenAI's o1-mini/o1-preview, also on Azure ("Unsupported value:
+'messages[0].role' does not support 'system' with this model.", param ``messages[0].role``; the
+same for ``developer``); "vllm" is vLLM serving Gemma, whose chat template says "System role not
+supported" (param null) and, to a first message in another role, "Conversation roles must
+alternate user/assistant/user/assistant/...". Every refusal the server sends (role or
+reasoning parameter) is kept in ``refusals``.
 """
 
 from __future__ import annotations
@@ -146,6 +154,36 @@ def reasoning_refusal(body: dict) -> Status | None:
     return None
 
 
+def role_refusal(body: dict, refuse_roles: Iterable[str], style: str = "openai") -> Status | None:
+    """The 400 a server that does not take these roles sends (None: every message's role is accepted)."""
+    refuse = set(refuse_roles)
+    for i, message in enumerate(body.get("messages", [])):
+        role = message.get("role")
+        if role not in refuse:
+            continue
+        if style == "vllm":
+            text = (
+                "System role not supported"
+                if role == "system"
+                else ("Conversation roles must alternate user/assistant/user/assistant/...")
+            )
+            return Status(
+                400, {"object": "error", "message": text, "type": "BadRequestError", "param": None, "code": 400}
+            )
+        return Status(
+            400,
+            {
+                "error": {
+                    "message": f"Unsupported value: 'messages[{i}].role' does not support '{role}' with this model.",
+                    "type": "invalid_request_error",
+                    "param": f"messages[{i}].role",
+                    "code": "unsupported_value",
+                }
+            },
+        )
+    return None
+
+
 def _reasoning_usage(reasoning: bool, action: Reply) -> dict:
     n = action.reasoning_tokens if action.reasoning_tokens is not None else (150 if reasoning else None)
     return {} if n is None else {"completion_tokens_details": {"reasoning_tokens": n}}
@@ -153,11 +191,20 @@ def _reasoning_usage(reasoning: bool, action: Reply) -> dict:
 
 class LLMServer:
     def __init__(
-        self, default: Callable[[dict], Action] = default_answer, *, reasoning: bool = False, require_key: str = ""
+        self,
+        default: Callable[[dict], Action] = default_answer,
+        *,
+        reasoning: bool = False,
+        require_key: str = "",
+        refuse_roles: Iterable[str] = (),
+        role_style: str = "openai",
     ):
         self.default = default
         self.reasoning = reasoning
         self.require_key = require_key
+        self.refuse_roles = tuple(refuse_roles)
+        self.role_style = role_style
+        self.refusals: list[str] = []  # the message of every refusal sent (roles, reasoning parameters)
         self.script: deque[Action] = deque()
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
@@ -181,10 +228,13 @@ class LLMServer:
             self.times.append(time.monotonic())
             if self.require_key and (headers or {}).get("authorization") != f"Bearer {self.require_key}":
                 return Status(401, {"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}})
-            if self.reasoning:
+            refusal = role_refusal(body, self.refuse_roles, self.role_style) if self.refuse_roles else None
+            if refusal is None and self.reasoning:
                 refusal = reasoning_refusal(body)
-                if refusal is not None:
-                    return refusal
+            if refusal is not None:
+                err = refusal.body.get("error", refusal.body) if isinstance(refusal.body, dict) else {}
+                self.refusals.append(str(err.get("message", refusal.body)))
+                return refusal
             if self.script:
                 return self.script.popleft()
         return self.default(body)

@@ -33,9 +33,16 @@ class ConnectionOut(serializers.ModelSerializer):
             "has_stored_key",
             "price_in",
             "price_out",
+            "adaptations",
             "created_at",
             "updated_at",
         ]
+        extra_kwargs = {
+            "adaptations": {
+                "help_text": "Per model, what its server refused (max_tokens, temperature, response_format, "
+                "system_role, developer_role) in the order learned; new runs of the model start without it"
+            }
+        }
 
     def get_has_stored_key(self, obj) -> bool:
         return bool(obj.key_encrypted)

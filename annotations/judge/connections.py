@@ -11,6 +11,10 @@ Decisions, for a team that uses this every day:
 - No preset points a new connection anywhere by default: the presets fill the base URL of the
   server kind a manager picks (OpenAI, a local vLLM, Ollama or LiteLLM) and nothing else.
 - A connection used by a run cannot be deleted (the run's history names it).
+- What a connection's server refused, per model (``adaptations``: a 400 naming ``max_tokens``,
+  a temperature, JSON mode, the ``system`` or ``developer`` role), is recorded the first time a
+  run or a test meets it; the model's later runs and tests start in the accepted form, one
+  request per trace. Moving the connection to another base URL forgets the record.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from django.db.models import QuerySet
 
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.secrets import secret_decrypt, secret_encrypt, secret_hint
-from annotations.judge.worker import allowed_keys
+from annotations.judge.worker import allowed_keys, connection_adaptation_record
 from annotations.models import ProviderConnection
 from traces.models import Project
 
@@ -48,6 +52,17 @@ PRESETS: tuple[Preset, ...] = (
     Preset("litellm", "LiteLLM proxy on this machine", "http://127.0.0.1:4000/v1", (), "its master or virtual key"),
 )
 PRESETS_BY_KEY = {p.key: p for p in PRESETS}
+
+
+def connection_adaptations(connection: ProviderConnection | None, model: str) -> list[str]:
+    """What the connection's server refused for `model` (``JudgeRun.dropped_params`` values), in order.
+
+    Read from the database, not from `connection`: a run or test may have recorded more since
+    the caller loaded it."""
+    if connection is None or connection.pk is None:
+        return []
+    known = ProviderConnection.objects.filter(pk=connection.pk).values_list("adaptations", flat=True).first()
+    return list((known or {}).get(model.strip(), []))
 
 
 def connection_list(*, project: Project) -> QuerySet[ProviderConnection]:
@@ -126,6 +141,8 @@ def connection_save(
         if errors:
             raise ValidationError(errors)
         moved = conn.pk is not None and conn.base_url.rstrip("/") != base_url
+        if moved:
+            conn.adaptations = {}  # another server: what the old one refused says nothing about it
         conn.name, conn.base_url, conn.preset = name, base_url, preset
         conn.models_list = _models(models)
         conn.price_in, conn.price_out = p_in, p_out
@@ -163,23 +180,36 @@ class ProbeResult:
 
 
 def connection_test(*, connection: ProviderConnection, model: str = "", timeout: float = 30.0) -> ProbeResult:
-    """One tiny call ("Reply with OK") with the request adapting as a run's would; the answer or the
-    exact error of the server. The key is never part of the message."""
+    """One tiny call ("Reply with OK") with the request adapting as a run's would (starting from what
+    the connection recorded for the model, recording what it learns); the answer or the exact
+    error of the server. The key is never part of the message."""
     model = (model or (connection.models_list or [""])[0]).strip()
     if not model:
         return ProbeResult(False, "", "no model to try: add a model name to the connection or pick one")
+    known = connection_adaptations(connection, model)
     dropped: list[str] = []
+
+    def learned(param: str) -> None:
+        dropped.append(param)
+        connection_adaptation_record(connection_id=connection.pk, model=model, param=param)
+
     try:
         api_key = connection_api_key(connection)
         call = base.Call(
-            base_url=connection.base_url, api_key=api_key, model=model, temperature=0.0, max_tokens=256, timeout=timeout
+            base_url=connection.base_url,
+            api_key=api_key,
+            model=model,
+            temperature=0.0,
+            max_tokens=256,
+            timeout=timeout,
+            dropped=frozenset(known),
         )
         done = base.complete_adapting(
             provider_get("openai"),
             call,
             [{"role": "user", "content": "Reply with the single word OK."}],
             json_mode=False,
-            on_drop=dropped.append,
+            on_drop=learned,
         )
     except base.LLMError as exc:
         return ProbeResult(False, model, _scrub(str(exc), connection), dropped=tuple(dropped))

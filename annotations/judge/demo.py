@@ -4,9 +4,11 @@ prompt and the MAST official judge), an imported rater, ready for the comparison
 Runs synchronously inside `seed_demo` (the demo worker starts after seeding): each run is created
 and processed in this process through the same services a worker would call, with the INLINE
 dispatcher (annotations/judge/dispatch.py), so nothing is sent to Celery. The "LLM" is
-``demo_llm.py``, a scripted chat-completions server on 127.0.0.1 that lives only while seeding
-(it is not a model; its connection is named so). Idempotent: finished runs and the imported
-rater are kept.
+``demo_llm.py``, a scripted chat-completions server on 127.0.0.1 (it is not a model; its
+connection is named so). ``make demo`` runs it beside the site for as long as the demo runs
+(``manage.py serve_demo_llm``, ``ctx.llm_url``), so the connection's *Test connection* and new
+runs work after seeding; without it (``seed_demo()`` in tests) one runs here while seeding.
+Idempotent: finished runs and the imported rater are kept.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from annotations.judge.runs import judge_run_create, judge_run_start
 from annotations.models import JudgeRun, ProviderConnection, Rater
 from annotations.rounds.agreed import agreed_labels
 
-CONNECTION = "Demo scripted LLM (not a model)"
+CONNECTION = "Demo stand-in LLM (scripted, not a real model)"
+OLD_NAMES = ("Demo scripted LLM (not a model)",)  # the name before the stand-in ran with the demo
+MODEL = "demo-reasoner"
 IMPORTED = "Lab B labels (demo, synthetic)"
 DEMO_KEY = "demo-key-not-a-secret-0000"  # the demo server ignores it; shows the stored-key path
 
@@ -66,48 +70,66 @@ def _baseline(ctx) -> None:
     )
 
 
+def _connection(ctx, url: str) -> ProviderConnection:
+    """The demo's connection, pointed at the stand-in on `url` (a connection of an earlier demo,
+    under its old name, is renamed and moved)."""
+    existing = ProviderConnection.objects.filter(project=ctx.project, name__in=[CONNECTION, *OLD_NAMES]).first()
+    return connection_save(
+        project=ctx.project,
+        by=ctx.users["manager"],
+        name=CONNECTION,
+        base_url=url,
+        models=[MODEL],
+        api_key=DEMO_KEY,
+        price_in="1.10",
+        price_out="4.40",
+        connection=existing,
+    )
+
+
 def _scripted_llm(ctx) -> None:
-    project, manager = ctx.project, ctx.users["manager"]
+    project = ctx.project
     wanted = [
         p
         for p in ("openai", "mast")
-        if not JudgeRun.objects.filter(project=project, provider=p, state="done", connection__name=CONNECTION).exists()
+        if not JudgeRun.objects.filter(
+            project=project, provider=p, state="done", connection__name__in=[CONNECTION, *OLD_NAMES]
+        ).exists()
     ]
+    if ctx.llm_url:  # the stand-in scripts/demo.sh runs for as long as the demo runs
+        conn = _connection(ctx, ctx.llm_url)
+        ctx.say(f"LLM judge: connection “{CONNECTION}” points at the demo's stand-in on {ctx.llm_url}")
+        _scripted_runs(ctx, conn, wanted)
+        return
     if not wanted:
         ctx.say("LLM judge: scripted-LLM runs already there")
         return
-    with demo_llm.serve() as url:
-        existing = ProviderConnection.objects.filter(project=project, name=CONNECTION).first()
-        conn = connection_save(
-            project=project,
-            by=manager,
-            name=CONNECTION,
-            base_url=url,
-            models=["demo-reasoner"],
-            api_key=DEMO_KEY,
-            price_in="1.10",
-            price_out="4.40",
-            connection=existing,
+    with demo_llm.serve() as url:  # no stand-in running: one in this process while seeding
+        _scripted_runs(ctx, _connection(ctx, url), wanted)
+
+
+def _scripted_runs(ctx, conn: ProviderConnection, wanted: list[str]) -> None:
+    if not wanted:
+        ctx.say("LLM judge: scripted-LLM runs already there")
+    for provider in wanted:
+        run = judge_run_create(
+            project=ctx.project,
+            by=ctx.users["manager"],
+            provider=provider,
+            connection=conn,
+            model=MODEL,
+            concurrency=4,
+            timeout=10,
+            start=False,
         )
-        for provider in wanted:
-            run = judge_run_create(
-                project=project,
-                by=manager,
-                provider=provider,
-                connection=conn,
-                model="demo-reasoner",
-                concurrency=4,
-                timeout=10,
-                start=False,
-            )
-            judge_run_drive_inline(run_id=run.pk, threads=1)
-            run.refresh_from_db()
-            ctx.say(
-                f"LLM judge: scripted-LLM run #{run.pk} ({run.get_provider_display()}) {run.state}: "
-                f"{run.n_done} traces, {run.tokens_in + run.tokens_out:,} tokens "
-                f"({run.tokens_reasoning:,} reasoning), cost {run.cost:.4f}; "
-                f"left out after a 400: {', '.join(run.dropped_params) or 'nothing'}"
-            )
+        judge_run_drive_inline(run_id=run.pk, threads=1)
+        run.refresh_from_db()
+        ctx.say(
+            f"LLM judge: scripted-LLM run #{run.pk} ({run.get_provider_display()}) {run.state}: "
+            f"{run.n_done} traces, {run.tokens_in + run.tokens_out:,} tokens "
+            f"({run.tokens_reasoning:,} reasoning), cost {run.cost:.4f}; "
+            f"adapted after a 400: {', '.join(run.dropped_params) or 'nothing'}"
+        )
 
 
 def _imported(ctx) -> None:

@@ -4,9 +4,15 @@ It is not a model and says so in its name: it marks a mode present when the trac
 keyword typical of that mode (or, for a few traces, by a fixed hash of trace and code, so it
 disagrees with the humans now and then the way a real judge does), and answers the project's
 JSON format or the MAST authors' ``@@`` format, whichever the prompt asks. Like a reasoning
-model it refuses ``max_tokens`` and a non-default temperature (HTTP 400 naming the parameter)
-and reports reasoning tokens, so the demo shows the request adapting. It runs only while
-``seed_demo`` labels the demo traces (``serve``), on a free port.
+model it refuses the ``system`` role (as OpenAI's o1-mini and o1-preview do), ``max_tokens`` and
+a non-default temperature, with HTTP 400s in OpenAI's words, and reports reasoning tokens, so
+the demo shows the request adapting and the connection recording the accepted form.
+
+``make demo`` (scripts/demo.sh) runs it for as long as the demo runs, on a fixed loopback port
+(``DEMO_LLM_PORT``, default the site's PORT + 1000), through ``manage.py serve_demo_llm``
+(``make_server``); the demo's connection points there, so *Test connection* and new judge
+runs work. ``serve`` runs it on a free port for a block (``seed_demo`` without a stand-in URL,
+e.g. in tests).
 """
 
 from __future__ import annotations
@@ -40,6 +46,16 @@ def _present(text: str, code: str) -> bool:
 
 
 def answer(body: dict) -> tuple[int, dict]:
+    for i, message in enumerate(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "system":
+            return 400, {
+                "error": {
+                    "message": f"Unsupported value: 'messages[{i}].role' does not support 'system' with this model.",
+                    "type": "invalid_request_error",
+                    "param": f"messages[{i}].role",
+                    "code": "unsupported_value",
+                }
+            }
     if "max_tokens" in body:
         return 400, {
             "error": {
@@ -116,14 +132,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+def make_server(port: int = 0) -> ThreadingHTTPServer:
+    """The stand-in bound to 127.0.0.1:`port` (0: a free port); OSError when the port is taken."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+    httpd.daemon_threads = True
+    return httpd
+
+
+def base_url(httpd: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+
+
 @contextmanager
 def serve():
     """Run the scripted server for the block; yields its base URL (http://127.0.0.1:<port>/v1)."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd = make_server(0)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        yield base_url(httpd)
     finally:
         httpd.shutdown()
         httpd.server_close()

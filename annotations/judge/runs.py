@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from annotations.judge import prompting
 from annotations.judge.baseline import baseline_run_execute
+from annotations.judge.connections import connection_adaptations
 from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch
 from annotations.judge.prompts import prompt_template_active
 from annotations.judge.providers import PROVIDERS, provider_get
@@ -164,8 +165,10 @@ def judge_run_create(
     """Create a run over a frozen list of traces and queue it (after commit).
 
     ``connection`` (one of the project's) gives the base URL, the key and the prices (prices
-    given here override its); ``taxonomy_version`` is any published version (default: the
-    project's). The run's estimate (``judge_run_estimate``) is stored with it."""
+    given here override its) and what its server refused for the model before
+    (``ProviderConnection.adaptations``: the run starts without it); ``taxonomy_version`` is any
+    published version (default: the project's). The run's estimate (``judge_run_estimate``) is
+    stored with it."""
     # the default is the project's working version (Project.taxonomy_version)
     version = taxonomy_version or project.taxonomy_version
     if version is None:
@@ -213,6 +216,7 @@ def judge_run_create(
             extras["few_shot"] = _few_shot(project, version)
         if not chosen.per_trace:
             selection["baseline_source"] = baseline_source
+        known = connection_adaptations(connection, model) if chosen.per_trace else []
         run = JudgeRun.objects.create(
             project=project,
             provider=provider,
@@ -233,6 +237,10 @@ def judge_run_create(
             price_in=Decimal(str(price_in or 0)),
             price_out=Decimal(str(price_out or 0)),
             connection=connection,
+            # What the connection's server refused for this model before: the run starts in the
+            # accepted form (one request per trace), and says so on its page.
+            dropped_params=[p for p in known if p != "response_format"],
+            json_mode=False if "response_format" in known else None,
             prompt_extras=extras,
             n_total=len(ids),
             created_by=by,

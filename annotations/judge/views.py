@@ -17,6 +17,7 @@ from annotations.judge.attribution import judge_attribution_quality
 from annotations.judge.connections import connection_list
 from annotations.judge.prompting import PLACEHOLDERS
 from annotations.judge.prompts import prompt_template_active, prompt_template_save
+from annotations.judge.providers.base import adaptations_describe
 from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume
 from annotations.judge.selectors import (
     judge_items,
@@ -210,6 +211,7 @@ def judge_run_page(request, slug, run_id):
     project, role = _manager_project(request, slug)
     run = _run_or_404(project, run_id)
     context = _run_context(request, project, run)
+    context["adaptations"] = adaptations_describe(run.dropped_params or [])
     return render(request, "annotations/judge/run.html", {**context, "role": role, "nav": "projects"})
 
 

@@ -19,6 +19,7 @@ from annotations.judge.connections import (
     connection_save,
     connection_test,
 )
+from annotations.judge.providers.base import adaptations_describe
 from annotations.models import ProviderConnection
 from traces.projects.selectors import project_get_for_user
 
@@ -130,6 +131,7 @@ def connection_page(request, slug, conn_id):
     if request.method == "POST" and request.POST.get("action") == "test":
         form = ConnectionForm(initial=initial)
         probe = connection_test(connection=conn, model=request.POST.get("model", ""))
+        conn.refresh_from_db(fields=["adaptations"])
     elif request.method == "POST" and form.is_valid():
         saved = _save(request, project, form, connection=conn)
         if saved is not None:
@@ -147,6 +149,7 @@ def connection_page(request, slug, conn_id):
             "presets": PRESETS,
             "presets_json": _presets_json(),
             "n_runs": conn.runs.count(),
+            "adaptations": [(m, adaptations_describe(params)) for m, params in sorted(conn.adaptations.items())],
             "nav": "projects",
         },
     )

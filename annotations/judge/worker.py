@@ -55,7 +55,7 @@ from annotations.labels.bulk import (
     sql_insert_statement,
     sql_update_statement,
 )
-from annotations.models import JudgeCache, JudgeItem, JudgeRun, Rater
+from annotations.models import JudgeCache, JudgeItem, JudgeRun, ProviderConnection, Rater
 from taxonomy.models import FailureMode
 from taxonomy.selectors import version_modes
 
@@ -130,8 +130,28 @@ class _Attempts:
         time.sleep(seconds)
 
 
+def connection_adaptation_record(*, connection_id: int | None, model: str, param: str) -> None:
+    """The connection's server refused `param` for `model`: record it (``ProviderConnection.adaptations``),
+    so the model's next runs and tests on this connection start in the accepted form."""
+    if connection_id is None or not model:
+        return
+    with transaction.atomic():
+        conn = ProviderConnection.objects.select_for_update().filter(pk=connection_id).only("adaptations").first()
+        if conn is None:
+            return
+        known = dict(conn.adaptations or {})
+        if param in known.get(model, []):
+            return
+        known[model] = [*known.get(model, []), param]
+        ProviderConnection.objects.filter(pk=connection_id).update(adaptations=known)
+    log.info("judge connection %s: %s refused by model %s; later runs start without it", connection_id, param, model)
+
+
 def _remember_dropped(run: JudgeRun, param: str) -> None:
-    """A 400 named `param`: leave it out for the rest of the run (JSON mode has its own column)."""
+    """A 400 named `param`: leave it out (or send the instructions in the role the server takes) for
+    the rest of the run, and record it on the run's connection for the model's later runs (JSON
+    mode has its own column on the run)."""
+    connection_adaptation_record(connection_id=run.connection_id, model=run.model, param=param)
     if param == "response_format":
         JudgeRun.objects.filter(pk=run.pk).update(json_mode=False)
         run.json_mode = False

@@ -62,6 +62,9 @@ class ProviderConnection(models.Model):
     key_hint = models.CharField(max_length=12, blank=True, help_text="The key's last 4 characters.")
     price_in = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M input tokens.")
     price_out = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M output tokens.")
+    # Per model, what its server refused ({"o1-mini": ["system_role", "max_tokens", ...]}, the
+    # JudgeRun.dropped_params values in the order learned): a new run of that model starts in that form.
+    adaptations = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -128,7 +131,8 @@ class JudgeRun(models.Model):
     price_out = models.DecimalField(max_digits=10, decimal_places=4, default=0, help_text="Cost per 1M output tokens.")
     # None until known: whether the server accepts response_format={"type": "json_object"}.
     json_mode = models.BooleanField(null=True, blank=True)
-    # Request parameters the server refused with a 400 naming them (e.g. "temperature"): left out for the run.
+    # What the server refused with a 400 ("temperature", "system_role", ...; providers/base.ADAPTATIONS):
+    # left out or sent in the form it takes, for the rest of the run. Starts as its connection's record.
     dropped_params = models.JSONField(default=list, blank=True)
     # Before the start: {"traces", "chars", "tokens_in", "tokens_out", "cost"} from the traces' sizes.
     estimate = models.JSONField(default=dict, blank=True)

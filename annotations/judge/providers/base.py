@@ -12,8 +12,10 @@ Two kinds exist:
 
 The errors say what the worker does next: ``TransientError`` is retried with backoff,
 ``PermanentError`` stops the run with its message, ``UnsupportedParameter`` (a 400 naming one
-request parameter: ``max_tokens``, ``temperature``, ``response_format``...) makes the worker ask
-again once without it and remember that for the run (``complete_adapting``).
+request parameter: ``max_tokens``, ``temperature``, ``response_format``..., or refusing the role
+the instructions came in: ``system_role``, ``developer_role``) makes the worker ask again once in
+the form the server takes and remember that for the run and its connection's model
+(``complete_adapting``; ``ADAPTATIONS`` says in words what each one changes).
 """
 
 from __future__ import annotations
@@ -59,6 +61,22 @@ class JsonModeUnsupported(UnsupportedParameter):
         super().__init__(message, param="response_format", status=status)
 
 
+# What the request does instead, once the server refused a parameter or role (dropped_params values).
+ADAPTATIONS = {
+    "max_tokens": "max_tokens refused: the limit is sent as max_completion_tokens",
+    "max_completion_tokens": "max_completion_tokens refused: the limit is sent as max_tokens",
+    "temperature": "temperature refused: left out (the server's default)",
+    "response_format": "JSON mode refused: asked without response_format",
+    "system_role": "the system role refused: the instructions are sent as a developer message",
+    "developer_role": "the developer role refused too: the instructions are folded into the first user message",
+}
+
+
+def adaptations_describe(params: Sequence[str]) -> list[str]:
+    """The adaptations in words, in the order they were learned (an unknown name as itself)."""
+    return [ADAPTATIONS.get(p, f"{p} refused: left out") for p in params]
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -88,7 +106,8 @@ class Call:
     temperature: float
     max_tokens: int
     timeout: float
-    # Parameters the server refused for this run ("max_tokens", "temperature", ...): not sent.
+    # What the server refused for this run ("max_tokens", "temperature", "system_role", ...):
+    # not sent, or sent in the form it takes (``ADAPTATIONS``).
     dropped: frozenset[str] = frozenset()
 
 

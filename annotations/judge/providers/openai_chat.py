@@ -11,6 +11,15 @@ The library's own retries are off (max_retries=0): our policy (``base.with_retri
 - A 400 that names a request parameter (``max_tokens``, ``temperature``, ``response_format``,
   ...) raises ``UnsupportedParameter`` so the caller asks again once without it and remembers
   that for the run (``base.complete_adapting``).
+- A 400 refusing the role the prompt's instructions were sent in (``is_role_refusal``: OpenAI's
+  o1-mini and o1-preview, also on Azure: "Unsupported value: 'messages[0].role' does not support
+  'system' with this model." with param ``messages[0].role``; an Azure API version before
+  ``developer`` existed: "Invalid value: 'developer'. Supported values are: 'system', ...";
+  vLLM serving Gemma: "System role not supported", param null; a chat template that then rejects
+  the unknown role: "Conversation roles must alternate ...") raises ``UnsupportedParameter``
+  with ``param`` ``system_role`` or ``developer_role`` (whichever role that request used). The
+  next request sends the system text as a ``developer`` message, and after a refusal of that
+  too, folded into the first user message (``adapt_roles``): nothing of the prompt is dropped.
 
 Request parameters adapt to the model (``request_kwargs``): reasoning models (o1, o3, o4, gpt-5
 families, by name) get ``max_completion_tokens`` and no ``temperature`` (they accept only the
@@ -56,6 +65,18 @@ from annotations.judge.providers.base import (
 # Model names of the reasoning families that take max_completion_tokens and only the default temperature.
 REASONING_MODEL = re.compile(r"(^|/)(o[1-9]|gpt-5)([-.:_]|$)", re.IGNORECASE)
 ADAPTABLE = ("max_tokens", "max_completion_tokens", "temperature", "response_format")
+ROLE_PARAM = re.compile(r"^messages\[\d+\]\.role$")
+# The words of a 400 about a message role, from the servers named in the module docstring.
+ROLE_REFUSAL = re.compile(
+    r"messages\[\d+\]\.role"
+    r"|\b(system|developer)\b[^.]{0,40}\b(role|roles|message|messages|prompt|prompts)\b[^.]{0,40}"
+    r"\b(not supported|unsupported|not allowed|invalid)"
+    r"|\b(unsupported|invalid|not supported|does not support|unknown)\b[^.]{0,40}\b(role|roles)\b"
+    r"|\b(does not support|invalid value:?|unknown role:?|unexpected role:?)\s*'?(system|developer)\b"
+    r"|roles must alternate",
+    re.IGNORECASE,
+)
+FOLD_SEPARATOR = "\n\n"
 CHAT_PATH = "/chat/completions"
 
 _clients: dict[tuple[str, str, float], openai.OpenAI] = {}
@@ -111,20 +132,39 @@ def _status_message(exc: openai.APIStatusError) -> str:
     return detail or exc.message or ""
 
 
-def _named_param(exc: openai.APIStatusError, detail: str) -> str | None:
-    """The request parameter a 400 names: the body's ``param`` field, else the first one the message quotes."""
+def _body_param(exc: openai.APIStatusError) -> str:
+    """The ``param`` field of an error body ("" when there is none)."""
     body = exc.body
     err = body.get("error", body) if isinstance(body, Mapping) else None
     param = err.get("param") if isinstance(err, Mapping) else None
-    if isinstance(param, str) and param in ADAPTABLE:
+    return param if isinstance(param, str) else ""
+
+
+def _named_param(exc: openai.APIStatusError, detail: str) -> str | None:
+    """The request parameter a 400 names: the body's ``param`` field, else the first one the message quotes."""
+    param = _body_param(exc)
+    if param in ADAPTABLE:
         return param
     low = detail.lower()
     found = [(low.find(p), p) for p in ADAPTABLE if re.search(rf"\b{p}\b", low)]
     return min(found)[1] if found else None
 
 
-def classify(exc: BaseException) -> LLMError:
-    """Map an exception of the openai library to TransientError / PermanentError."""
+def is_role_refusal(exc: openai.APIStatusError, detail: str) -> bool:
+    """Whether a 400 refuses a message role (the body's ``param``, else the words of its message;
+    a body naming another parameter, such as ``max_tokens``, is about that one)."""
+    param = _body_param(exc)
+    if ROLE_PARAM.match(param):
+        return True
+    return param not in ADAPTABLE and bool(ROLE_REFUSAL.search(detail))
+
+
+def classify(exc: BaseException, *, instructions_role: str = "") -> LLMError:
+    """Map an exception of the openai library to TransientError / PermanentError.
+
+    ``instructions_role``: the role the request sent the system text in ("system", "developer";
+    "" when folded or absent): a 400 refusing a role is then ``UnsupportedParameter`` with
+    ``param`` ``<role>_role``; without one there is nothing left to adapt."""
     if isinstance(exc, LLMError):
         return exc
     if isinstance(exc, openai.APITimeoutError):
@@ -139,6 +179,10 @@ def classify(exc: BaseException) -> LLMError:
                 f"HTTP {status}: {detail}"[:500], retry_after=retry_after_seconds(exc.response.headers), status=status
             )
         if status == 400:
+            if instructions_role and is_role_refusal(exc, detail):
+                return UnsupportedParameter(
+                    f"HTTP 400: {detail}"[:500], param=f"{instructions_role}_role", status=status
+                )
             param = _named_param(exc, detail)
             if param == "response_format":
                 return JsonModeUnsupported(f"HTTP 400: {detail}"[:500], status=status)
@@ -157,10 +201,37 @@ def classify(exc: BaseException) -> LLMError:
     return PermanentError(f"{type(exc).__name__}: {exc}"[:500])
 
 
+def adapt_roles(messages: Sequence[Mapping[str, str]], dropped: frozenset[str]) -> list[dict[str, str]]:
+    """The messages in the form the server accepts: the system text as ``system``; after a refusal
+    of that (``system_role`` dropped) as ``developer``; after a refusal of that too
+    (``developer_role``) folded into the first user message, every character of it kept:
+    the system texts in order, then the user's text, separated by a blank line."""
+    out = [dict(m) for m in messages]
+    if "system_role" not in dropped:
+        return out
+    if "developer_role" not in dropped:
+        return [{**m, "role": "developer"} if m.get("role") == "system" else m for m in out]
+    system = [str(m.get("content", "")) for m in out if m.get("role") in ("system", "developer")]
+    rest = [m for m in out if m.get("role") not in ("system", "developer")]
+    if not system:
+        return rest
+    first_user = next((i for i, m in enumerate(rest) if m.get("role") == "user"), None)
+    if first_user is None:
+        return [{"role": "user", "content": FOLD_SEPARATOR.join(system)}, *rest]
+    folded = FOLD_SEPARATOR.join([*system, str(rest[first_user].get("content", ""))])
+    rest[first_user] = {**rest[first_user], "content": folded}
+    return rest
+
+
+def instructions_role(messages: Sequence[Mapping[str, str]]) -> str:
+    """The role the request carries the system text in ("" when it has none of its own)."""
+    return next((str(m["role"]) for m in messages if m.get("role") in ("system", "developer")), "")
+
+
 def request_kwargs(call: Call, messages: Sequence[Mapping[str, str]], *, json_mode: bool) -> dict[str, Any]:
     """The body of one request, adapted to the model and to what the server refused before."""
     reasoning = bool(REASONING_MODEL.search(call.model))
-    kwargs: dict[str, Any] = {"model": call.model, "messages": list(messages)}
+    kwargs: dict[str, Any] = {"model": call.model, "messages": adapt_roles(messages, call.dropped)}
     preferred, other = ("max_completion_tokens", "max_tokens") if reasoning else ("max_tokens", "max_completion_tokens")
     token_param = other if preferred in call.dropped else preferred
     if token_param not in call.dropped:
@@ -214,12 +285,13 @@ def chat_complete(call: Call, messages: Sequence[Mapping[str, str]], *, json_mod
     transform of the messages was the largest CPU cost of a call; auth, timeouts, status errors
     and the connection pool are the client's as before."""
     client = _client(call.base_url, call.api_key, call.timeout)
-    content = orjson.dumps(request_kwargs(call, messages, json_mode=json_mode))
+    body = request_kwargs(call, messages, json_mode=json_mode)
+    content = orjson.dumps(body)
     started = time.monotonic()
     try:
         raw = client.post(CHAT_PATH, cast_to=bytes, content=content)
     except Exception as exc:  # noqa: BLE001 - every failure is classified, none swallowed
-        raise classify(exc) from exc
+        raise classify(exc, instructions_role=instructions_role(body["messages"])) from exc
     return parse_completion(raw, latency_ms=int((time.monotonic() - started) * 1000))
 
 

@@ -10,9 +10,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--url", default="http://127.0.0.1:8000", help="where the site is served (scripts/demo.sh passes its PORT)"
         )
+        parser.add_argument(
+            "--llm-url",
+            default="",
+            help="the base URL of the running demo stand-in LLM (manage.py serve_demo_llm; scripts/demo.sh passes "
+            "http://127.0.0.1:$DEMO_LLM_PORT/v1); the demo connection points there. Empty: a stand-in runs only "
+            "while seeding",
+        )
 
     def handle(self, *args, **options):
-        ctx = seed_demo()
+        ctx = seed_demo(llm_url=options["llm_url"].strip())
         for line in ctx.log:
             self.stdout.write(f"  {line}")
         self.stdout.write(self.style.SUCCESS(f"Demo project ready: {options['url'].rstrip('/')}/p/{ctx.project.slug}/"))
