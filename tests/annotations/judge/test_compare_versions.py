@@ -144,7 +144,9 @@ def test_a_run_on_the_new_version_is_scored_against_labels_carried_onto_it(proje
 
     v1, v2, _run, _rater = _world(project, manager, llm_server)
     run = drive(
-        judge_run_create(project=project, by=manager, provider="openai", base_url=llm_server.url, model="m", start=False)
+        judge_run_create(
+            project=project, by=manager, provider="openai", base_url=llm_server.url, model="m", start=False
+        )
     )
     assert run.taxonomy_version == v2 and run.state == "done", run.error
     q = judge_quality(run=run, user=manager)
