@@ -155,6 +155,7 @@ def judge_run_create(
     price_in: Decimal | float | None = None,
     price_out: Decimal | float | None = None,
     few_shot: bool = False,
+    use_cache: bool = True,
     baseline_source: str = "auto",
     connection: ProviderConnection | None = None,
     taxonomy_version: TaxonomyVersion | None = None,
@@ -165,7 +166,9 @@ def judge_run_create(
 
     ``connection`` (one of the project's) gives the base URL, the key and the prices (prices
     given here override its); ``taxonomy_version`` is any published version (default: the
-    project's). The run's estimate (``judge_run_estimate``) is stored with it."""
+    project's). The run's estimate (``judge_run_estimate``) is stored with it. ``use_cache=False``
+    sends every trace to the model even where the cache holds an answer: a re-run of the same judge
+    is then a second draw, which its self-agreement (``reliability.py``) needs."""
     # the default is the project's working version (Project.taxonomy_version)
     version = taxonomy_version or project.taxonomy_version
     if version is None:
@@ -225,6 +228,7 @@ def judge_run_create(
             prompt=prompt,
             taxonomy_version=version,
             few_shot=bool(few_shot),
+            use_cache=bool(use_cache),
             selection=selection,
             trace_ids=ids,
             concurrency=int(concurrency),
