@@ -11,13 +11,21 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations.judge.api_compare import StatOut
 from annotations.judge.reliability import judge_run_pair, judge_self_agreement, reliability_json
 from annotations.models import JudgeRun
 from traces.projects.permissions import ProjectScopedMixin
 
 
-class RunRefOut(serializers.Serializer):
+class IntervalStatOut(serializers.Serializer):
+    """A statistic with its 95% bootstrap interval, or why it is undefined (value null)."""
+
+    value = serializers.FloatField(allow_null=True)
+    low = serializers.FloatField(allow_null=True)
+    high = serializers.FloatField(allow_null=True)
+    undefined = serializers.CharField(allow_null=True)
+
+
+class ReliabilityRunOut(serializers.Serializer):
     id = serializers.IntegerField()
     rater = serializers.CharField(allow_null=True)
     model = serializers.CharField()
@@ -32,30 +40,30 @@ class AgreementRowOut(serializers.Serializer):
     only_earlier = serializers.IntegerField()
     only_later = serializers.IntegerField()
     both_absent = serializers.IntegerField()
-    kappa = StatOut(help_text="Cohen's kappa between the runs, 95% bootstrap interval; undefined says why")
-    agreement = StatOut()
+    kappa = IntervalStatOut(help_text="Cohen's kappa between the runs, 95% bootstrap interval; undefined says why")
+    agreement = IntervalStatOut()
     reliable = serializers.BooleanField(help_text="False below 20 traces: the interval is not a reliable 95% one")
     prevalence_earlier = serializers.FloatField(allow_null=True)
     prevalence_later = serializers.FloatField(allow_null=True)
-    prevalence_change = StatOut(help_text="later - earlier share present, 95% bootstrap interval")
+    prevalence_change = IntervalStatOut(help_text="later - earlier share present, 95% bootstrap interval")
     prevalence_moved = serializers.BooleanField(help_text="The change's interval excludes 0")
 
 
 class ModeRowOut(AgreementRowOut):
     code = serializers.CharField()
     name = serializers.CharField()
-    human_kappa = StatOut(allow_null=True, help_text="The humans' mean pairwise kappa (null: see humans.why_not)")
+    human_kappa = IntervalStatOut(allow_null=True, help_text="The humans' mean pairwise kappa (null: humans.why_not)")
 
 
-class RoundRefOut(serializers.Serializer):
+class HumanRoundOut(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
 
 
 class HumansOut(serializers.Serializer):
-    round = RoundRefOut(allow_null=True, help_text="The latest closed round on the version")
+    round = HumanRoundOut(allow_null=True, help_text="The latest closed round on the version")
     why_not = serializers.CharField(allow_null=True, help_text="Why there is no human figure")
-    overall_kappa = StatOut(allow_null=True)
+    overall_kappa = IntervalStatOut(allow_null=True)
 
 
 class VersionRefOut(serializers.Serializer):
@@ -73,8 +81,8 @@ class LeftOutOut(serializers.Serializer):
 class ReliabilityOut(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["self", "drift"], help_text="self: the same judge run twice")
     changes = serializers.ListField(child=serializers.CharField(), help_text="What differs (drift)")
-    earlier = RunRefOut()
-    later = RunRefOut()
+    earlier = ReliabilityRunOut()
+    later = ReliabilityRunOut()
     taxonomy_version = VersionRefOut()
     n_traces = serializers.IntegerField()
     left_out = LeftOutOut()

@@ -1,5 +1,6 @@
 """Demo data for the LLM judge: the baseline, a scripted "LLM" through a connection (the project's
-prompt and the MAST official judge), an imported rater, ready for the comparison page.
+prompt and the MAST official judge), the project's-prompt judge run a second time with the cache
+off (its self-agreement), an imported rater, ready for the comparison page.
 
 Runs synchronously inside `seed_demo` (the demo worker starts after seeding): each run is created
 and processed in this process through the same services a worker would call, with the INLINE
@@ -68,11 +69,10 @@ def _baseline(ctx) -> None:
 
 def _scripted_llm(ctx) -> None:
     project, manager = ctx.project, ctx.users["manager"]
-    wanted = [
-        p
-        for p in ("openai", "mast")
-        if not JudgeRun.objects.filter(project=project, provider=p, state="done", connection__name=CONNECTION).exists()
-    ]
+    done = JudgeRun.objects.filter(project=project, state="done", connection__name=CONNECTION)
+    wanted = [p for p in ("openai", "mast") if not done.filter(provider=p).exists()]
+    # The project's-prompt judge once more with the cache off: a second draw, for its self-agreement.
+    wanted += ["openai"] * max(0, 2 - done.filter(provider="openai").count() - wanted.count("openai"))
     if not wanted:
         ctx.say("LLM judge: scripted-LLM runs already there")
         return
@@ -89,7 +89,8 @@ def _scripted_llm(ctx) -> None:
             price_out="4.40",
             connection=existing,
         )
-        for provider in wanted:
+        for k, provider in enumerate(wanted):
+            again = provider in wanted[:k] or (provider == "openai" and done.filter(provider=provider).exists())
             run = judge_run_create(
                 project=project,
                 by=manager,
@@ -98,6 +99,7 @@ def _scripted_llm(ctx) -> None:
                 model="demo-reasoner",
                 concurrency=4,
                 timeout=10,
+                use_cache=not again,
                 start=False,
             )
             judge_run_drive_inline(run_id=run.pk, threads=1)
@@ -107,7 +109,9 @@ def _scripted_llm(ctx) -> None:
                 f"{run.n_done} traces, {run.tokens_in + run.tokens_out:,} tokens "
                 f"({run.tokens_reasoning:,} reasoning), cost {run.cost:.4f}; "
                 f"left out after a 400: {', '.join(run.dropped_params) or 'nothing'}"
+                + ("; a re-run with the cache off (self-agreement)" if again else "")
             )
+    ctx.say(f"LLM judge: the judge against itself at /p/{project.slug}/judge/reliability/")
 
 
 def _imported(ctx) -> None:
