@@ -5,6 +5,7 @@ import pytest
 
 from tests.annotations.conftest import make_judge_traces
 from tests.annotations.judge.test_reliability import FIRST, SECOND, ScriptedJudge, closed_human_round, run_judge
+from tests.browser.demo_pages import axe_violations
 
 pytestmark = [pytest.mark.browser]
 
@@ -41,9 +42,12 @@ def test_self_agreement_page_shows_the_judge_beside_the_humans(
     assert rnd.name in page.locator("#reliability-summary").inner_text()
     assert page.locator("#small-sample-note").is_visible()
     screenshot(page, "judge-reliability")
+    assert axe_violations(page) == []
 
     # the run page links to the same comparison
     page.goto(f"{live_server.url}/p/{project.slug}/judge/runs/{second.pk}/")
     page.click("a:has-text('Self-agreement & drift')")
     page.wait_for_selector("#reliability-modes")
     assert f"#{first.pk}" in page.locator("#reliability-summary h2").inner_text()
+    page.goto(f"{live_server.url}/p/{project.slug}/judge/runs/{second.pk}/")
+    screenshot(page, "judge-run-with-reliability-link", full_page=False)

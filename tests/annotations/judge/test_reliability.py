@@ -220,6 +220,23 @@ def closed_human_round(project, manager, traces):
     return rnd, agreement_report_get(round=rnd)
 
 
+def test_traces_of_an_open_round_the_manager_labels_are_left_out_and_an_open_round_gives_no_human_row(
+    project, manager, annotator, traces, judge
+):
+    from tests.annotations.rounds_factories import make_open_round
+
+    rnd, _ = closed_human_round(project, manager, traces)
+    first = run_judge(project, manager, judge, FIRST)
+    second = run_judge(project, manager, judge, SECOND)
+    # a newer round, open, labelled blind by the manager herself on traces 3 and 4 (where the runs differ)
+    make_open_round(project, manager=manager, annotators=[manager, annotator], traces=traces[3:5], name="Blind")
+    result = judge_self_agreement(project=project, user=manager, run_a=first, run_b=second)
+    assert result["left_out"]["hidden"] == 2 and result["n_traces"] == 6
+    r11 = row(result, "1.1")  # traces 0-2 present in both, 5-7 absent in both: perfect on what she may see
+    assert (r11["both_present"], r11["only_a"], r11["only_b"]) == (3, 0, 0) and r11["kappa"].value == 1.0
+    assert result["humans"]["round"] == rnd  # the closed round, not the open one
+
+
 def test_the_humans_kappa_stands_beside_the_judges(project, manager, traces, judge):
     rnd, report = closed_human_round(project, manager, traces)
     first = run_judge(project, manager, judge, FIRST)
