@@ -204,6 +204,40 @@ def test_the_pure_prevalence_interval_uses_the_kappa_resamples():
     assert out["modes"][0]["change"].value == pytest.approx(-0.25)
 
 
+def test_pure_kappa_matches_the_rounds_cohen_kappa_on_random_labels():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2, size=(40, 5)).astype(float)
+    b = np.where(rng.random((40, 5)) < 0.2, 1 - a, a)
+    b[rng.random((40, 5)) < 0.1] = np.nan  # missing labels: the pair is dropped
+    out = runs_agreement(a, b, n_boot=50)
+    for j in range(5):
+        assert out["modes"][j]["kappa"].value == pytest.approx(cohen_kappa(a[:, j], b[:, j])["value"])
+        known = ~np.isnan(b[:, j])
+        share = b[known, j].mean() - a[known, j].mean()
+        assert out["modes"][j]["change"].value == pytest.approx(share)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prelabel_no_cache_asks_the_model_again(project, manager, traces, judge):
+    from django.core.management import call_command
+
+    run_judge(project, manager, judge, FIRST)
+    call_command(
+        "prelabel",
+        "--project",
+        project.slug,
+        "--provider",
+        "openai",
+        "--base-url",
+        judge.server.url,
+        "--model",
+        "judge-1",
+        "--no-cache",
+        "--inline",
+    )
+    assert judge.server.n_requests == 16
+
+
 # ---------------------------------------------------------------- the humans' row, page, API, downloads
 
 
