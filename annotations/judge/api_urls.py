@@ -3,6 +3,7 @@ from django.urls import path
 from annotations.judge import api as judge
 from annotations.judge import api_compare as compare
 from annotations.judge import api_connections as conns
+from annotations.judge import api_reliability as reliability
 
 urlpatterns = [
     path("projects/<slug:slug>/judge-runs/", judge.JudgeRunListApi.as_view(), name="api-judge-runs"),
@@ -26,6 +27,11 @@ urlpatterns = [
         "projects/<slug:slug>/judge-runs/<int:run_id>/quality/",
         judge.JudgeQualityApi.as_view(),
         name="api-judge-run-quality",
+    ),
+    path(
+        "projects/<slug:slug>/judge-runs/<int:run_id>/reliability/",
+        reliability.JudgeReliabilityApi.as_view(),
+        name="api-judge-run-reliability",
     ),
     path("projects/<slug:slug>/judge-connections/", conns.ConnectionListApi.as_view(), name="api-judge-connections"),
     path(

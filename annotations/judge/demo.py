@@ -89,29 +89,27 @@ def _connection(ctx, url: str) -> ProviderConnection:
 
 def _scripted_llm(ctx) -> None:
     project = ctx.project
-    wanted = [
-        p
-        for p in ("openai", "mast")
-        if not JudgeRun.objects.filter(
-            project=project, provider=p, state="done", connection__name__in=[CONNECTION, *OLD_NAMES]
-        ).exists()
-    ]
+    done = JudgeRun.objects.filter(project=project, state="done", connection__name__in=[CONNECTION, *OLD_NAMES])
+    wanted = [p for p in ("openai", "mast") if not done.filter(provider=p).exists()]
+    # The project's-prompt judge once more with the cache off: a second draw, for its self-agreement.
+    wanted += ["openai"] * max(0, 2 - done.filter(provider="openai").count() - wanted.count("openai"))
     if ctx.llm_url:  # the stand-in scripts/demo.sh runs for as long as the demo runs
         conn = _connection(ctx, ctx.llm_url)
         ctx.say(f"LLM judge: connection “{CONNECTION}” points at the demo's stand-in on {ctx.llm_url}")
-        _scripted_runs(ctx, conn, wanted)
+        _scripted_runs(ctx, conn, wanted, done)
         return
     if not wanted:
         ctx.say("LLM judge: scripted-LLM runs already there")
         return
     with demo_llm.serve() as url:  # no stand-in running: one in this process while seeding
-        _scripted_runs(ctx, _connection(ctx, url), wanted)
+        _scripted_runs(ctx, _connection(ctx, url), wanted, done)
 
 
-def _scripted_runs(ctx, conn: ProviderConnection, wanted: list[str]) -> None:
+def _scripted_runs(ctx, conn: ProviderConnection, wanted: list[str], done) -> None:
     if not wanted:
         ctx.say("LLM judge: scripted-LLM runs already there")
-    for provider in wanted:
+    for k, provider in enumerate(wanted):
+        again = provider in wanted[:k] or (provider == "openai" and done.filter(provider=provider).exists())
         run = judge_run_create(
             project=ctx.project,
             by=ctx.users["manager"],
@@ -120,6 +118,7 @@ def _scripted_runs(ctx, conn: ProviderConnection, wanted: list[str]) -> None:
             model=MODEL,
             concurrency=4,
             timeout=10,
+            use_cache=not again,
             start=False,
         )
         judge_run_drive_inline(run_id=run.pk, threads=1)
@@ -129,7 +128,9 @@ def _scripted_runs(ctx, conn: ProviderConnection, wanted: list[str]) -> None:
             f"{run.n_done} traces, {run.tokens_in + run.tokens_out:,} tokens "
             f"({run.tokens_reasoning:,} reasoning), cost {run.cost:.4f}; "
             f"adapted after a 400: {', '.join(run.dropped_params) or 'nothing'}"
+            + ("; a re-run with the cache off (self-agreement)" if again else "")
         )
+    ctx.say(f"LLM judge: the judge against itself at /p/{ctx.project.slug}/judge/reliability/")
 
 
 def _imported(ctx) -> None:

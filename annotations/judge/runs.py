@@ -156,6 +156,7 @@ def judge_run_create(
     price_in: Decimal | float | None = None,
     price_out: Decimal | float | None = None,
     few_shot: bool = False,
+    use_cache: bool = True,
     baseline_source: str = "auto",
     connection: ProviderConnection | None = None,
     taxonomy_version: TaxonomyVersion | None = None,
@@ -168,7 +169,9 @@ def judge_run_create(
     given here override its) and what its server refused for the model before
     (``ProviderConnection.adaptations``: the run starts without it); ``taxonomy_version`` is any
     published version (default: the project's). The run's estimate (``judge_run_estimate``) is
-    stored with it."""
+    stored with it. ``use_cache=False`` sends every trace to the model even where the cache holds
+    an answer: a re-run of the same judge is then a second draw, which its self-agreement
+    (``reliability.py``) needs."""
     # the default is the project's working version (Project.taxonomy_version)
     version = taxonomy_version or project.taxonomy_version
     if version is None:
@@ -229,6 +232,7 @@ def judge_run_create(
             prompt=prompt,
             taxonomy_version=version,
             few_shot=bool(few_shot),
+            use_cache=bool(use_cache),
             selection=selection,
             trace_ids=ids,
             concurrency=int(concurrency),

@@ -27,6 +27,7 @@ class JudgeRunOut(serializers.ModelSerializer):
             "timeout",
             "prompt_version",
             "few_shot",
+            "use_cache",
             "selection",
             "concurrency",
             "budget_tokens",
@@ -115,6 +116,11 @@ class JudgeRunIn(serializers.Serializer):
         help_text="Default: the connection's, else 0",
     )
     few_shot = serializers.BooleanField(required=False, default=False)
+    use_cache = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="False: ask the model again for every trace (a re-run measuring the judge's self-agreement).",
+    )
     baseline_source = serializers.CharField(
         required=False, default="auto", help_text="Baseline only: auto, agreed or rater:<id>."
     )

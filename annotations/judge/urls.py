@@ -3,12 +3,14 @@ from django.urls import path
 from annotations.judge import views as judge
 from annotations.judge import views_compare as compare
 from annotations.judge import views_connections as conns
+from annotations.judge import views_reliability as reliability
 
 urlpatterns = [
     path("p/<slug:slug>/judge/", judge.judge_list, name="judge_list"),
     path("p/<slug:slug>/judge/new/", judge.judge_run_new, name="judge_run_new"),
     path("p/<slug:slug>/judge/prompt/", judge.judge_prompt_page, name="judge_prompt"),
     path("p/<slug:slug>/judge/compare/", compare.judge_compare_page, name="judge_compare"),
+    path("p/<slug:slug>/judge/reliability/", reliability.judge_reliability_page, name="judge_reliability"),
     path("p/<slug:slug>/judge/imports/", compare.judge_imports_page, name="judge_imports"),
     path("p/<slug:slug>/judge/connections/", conns.connection_list_page, name="judge_connections"),
     path("p/<slug:slug>/judge/connections/<int:conn_id>/", conns.connection_page, name="judge_connection"),

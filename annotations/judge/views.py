@@ -94,6 +94,11 @@ class RunForm(forms.Form):
         help_text="Empty: the connection's",
     )
     few_shot = forms.BooleanField(required=False, label="Add few-shot examples from the project's adjudicated labels")
+    # A checkbox that is on for the exception (an unticked box is not sent, so the default is "off").
+    fresh = forms.BooleanField(
+        required=False,
+        label="Ask the model again for every trace (no cache): a re-run that measures the judge's self-agreement",
+    )
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
@@ -172,6 +177,7 @@ def judge_run_new(request, slug):
                 price_in=data["price_in"],
                 price_out=data["price_out"],
                 few_shot=data["few_shot"],
+                use_cache=not data["fresh"],
             )
         except ValidationError as exc:
             if hasattr(exc, "error_dict"):

@@ -312,7 +312,8 @@ def _process(
         params_hash=params_hash,
     )
     valid_steps = [s.index for s in steps]
-    hit = judge_sql.cached_answer(key)
+    # a run with the cache off asks the model again: its answers are new draws (self-agreement)
+    hit = judge_sql.cached_answer(key) if run.use_cache else None
     if hit is not None:
         answer = provider.parse_answer(hit, codes=codes, valid_steps=valid_steps)
         _write_result(

@@ -121,6 +121,12 @@ class JudgeRun(models.Model):
     prompt = models.ForeignKey(PromptTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
     taxonomy_version = models.ForeignKey("taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="+")
     few_shot = models.BooleanField(default=False)
+    # Off: every trace is sent to the model even where the cache holds an answer for the same
+    # model, prompt and parameters, so a re-run is a second draw (the judge's self-agreement).
+    use_cache = models.BooleanField(
+        default=True,
+        help_text="Answer a trace from the cache when the same model, prompt and parameters answered it before.",
+    )
     # {"kind": "all"|"unlabelled"|"round"|"filter", "round": id, "filter": {...}}
     selection = models.JSONField(default=dict, blank=True)
     trace_ids = models.JSONField(default=list, blank=True)

@@ -40,3 +40,16 @@ def pct(value) -> str:
 @register.filter
 def get(mapping, key):
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def pp_change(stat) -> str:
+    """A change of share in percentage points, signed: "+25 pp", or "–" when undefined."""
+    return "–" if stat is None or stat.value is None else f"{100 * stat.value:+.0f} pp"
+
+
+@register.filter
+def pp_ci(stat) -> str:
+    if stat is None or stat.low is None or stat.high is None:
+        return ""
+    return f"[{100 * stat.low:+.0f}, {100 * stat.high:+.0f}]"

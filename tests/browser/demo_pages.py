@@ -76,6 +76,7 @@ def demo_pages() -> list[DemoPage]:
         DemoPage("judge-new", f"{p}/judge/new/"),
         DemoPage("judge-prompt", f"{p}/judge/prompt/"),
         DemoPage("judge-compare", f"{p}/judge/compare/"),
+        DemoPage("judge-reliability", f"{p}/judge/reliability/?run={llm_run.pk}", "#reliability-modes"),
         DemoPage("judge-imports", f"{p}/judge/imports/"),
         DemoPage("judge-connections", f"{p}/judge/connections/"),
         DemoPage("judge-connection", f"{p}/judge/connections/{connection.pk}/"),

@@ -49,6 +49,11 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=120.0)
         parser.add_argument("--budget-tokens", type=int, default=None)
         parser.add_argument("--few-shot", action="store_true", help="add examples from adjudicated labels")
+        parser.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="ask the model again for every trace (a re-run that measures the judge's self-agreement)",
+        )
         parser.add_argument("--baseline-source", default="auto", help="baseline: auto | agreed | rater:<id>")
         parser.add_argument("--wait", action="store_true", help="show progress until the run ends")
         parser.add_argument("--inline", action="store_true", help="do the work in this process (no worker)")
@@ -78,6 +83,7 @@ class Command(BaseCommand):
                 timeout=opts["timeout"],
                 budget_tokens=opts["budget_tokens"],
                 few_shot=opts["few_shot"],
+                use_cache=not opts["no_cache"],
                 baseline_source=opts["baseline_source"],
                 start=not opts["inline"],
             )
