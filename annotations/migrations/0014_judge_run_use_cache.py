@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotations', '0012_agreed_mask'),
+        ('annotations', '0013_judge_connection_adaptations'),
     ]
 
     operations = [
