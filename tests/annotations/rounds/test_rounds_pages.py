@@ -97,6 +97,18 @@ def test_create_form_makes_a_draft_round(project, manager, annotator, annotator2
     )
     rnd = Round.objects.get(name="Pilot")
     assert r.status_code == 302 and rnd.state == "draft" and rnd.round_traces.count() == 2
+    assert rnd.kind == Round.Kind.MODES  # the form's default
+
+
+def test_create_form_makes_an_attribution_round(project, manager, annotator, annotator2, traces):
+    new = reverse("annotations:round_new", kwargs={"slug": "demo"})
+    assert "Failure attribution only" in client_for(manager).get(new).content.decode()
+    body = {"name": "Who", "taxonomy_version": project.taxonomy_version_id, "annotators": [annotator.pk, annotator2.pk]}
+    client_for(manager).post(new, {**body, "method": "random", "n": 2, "seed": 4, "kind": "attribution"})
+    rnd = Round.objects.get(name="Who")
+    assert rnd.kind == Round.Kind.ATTRIBUTION
+    detail = client_for(manager).get(reverse("annotations:round_detail", kwargs={"slug": "demo", "pk": rnd.pk}))
+    assert "failure attribution (the mode labels are context)" in detail.content.decode()
 
 
 def test_create_form_shows_service_errors(project, manager, annotator, traces):
