@@ -223,6 +223,7 @@ SPECTACULAR_SETTINGS = {
         "ImportJobStatusEnum": "traces.models.ImportJob.Status",
         "TaxonomyVersionStatusEnum": "taxonomy.models.TaxonomyVersion.Status",
         "ReleaseStatusEnum": "annotations.models.releases.Release.Status",
+        "RoundKindEnum": "annotations.models.rounds.Round.Kind",
     },
 }
 

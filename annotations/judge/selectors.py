@@ -21,6 +21,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotations.judge import prompting
+from annotations.judge.attribution import judge_attribution_quality
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
 from annotations.rounds.agreed import agreed_labels_on_version
@@ -172,7 +173,9 @@ def binary_scores(pairs: list[tuple[int, int]]) -> dict[str, Any]:
 
 
 def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
-    """The run's rater against the agreed labels on the traces of the run (see module docstring)."""
+    """The run's rater against the agreed labels on the traces of the run (see module docstring),
+    and its failure attribution against the reference attributions (``attribution``: None when no
+    trace of the run has one). The quality page and the API both render this one result."""
     project = run.project
     version = run.taxonomy_version
     modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
@@ -193,9 +196,11 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
         "overall": None,
         "disagreements": [],
         "in_sample": False,
+        "attribution": None,
     }
     if run.rater is None:
         return result
+    result["attribution"] = judge_attribution_quality(run=run, user=user)
     visible = annotations_visible_to(user=user, project=project).filter(
         rater=run.rater, taxonomy_version=version, round__isnull=True, trace_id__in=run.trace_ids
     )

@@ -225,6 +225,25 @@ class DisagreementOut(serializers.Serializer):
     modes = DisagreementModeOut(many=True)
 
 
+class AttributionRatioOut(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True, help_text="hit / n; null when n is 0")
+    hit = serializers.IntegerField(help_text="Traces the judge named correctly")
+    n = serializers.IntegerField(help_text="Answered traces whose reference gives this level")
+    undefined = serializers.CharField(allow_null=True, help_text="Why value is null, else null")
+
+
+class AttributionQualityOut(serializers.Serializer):
+    agent = AttributionRatioOut(help_text="Agent-level accuracy (Who&When): the responsible agent named correctly")
+    step = AttributionRatioOut(help_text="Step-level accuracy (Who&When): the decisive step named exactly")
+    references = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text='Traces compared per reference: "agreed" (closed rounds) or an imported rater\'s name',
+    )
+    n_without_attribution = serializers.IntegerField(
+        help_text="Traces the judge answered without an attribution (counted wrong)"
+    )
+
+
 class JudgeQualityOut(serializers.Serializer):
     run = serializers.IntegerField()
     rater = serializers.CharField(allow_null=True)
@@ -241,6 +260,11 @@ class JudgeQualityOut(serializers.Serializer):
     modes = ModeScoresOut(many=True)
     overall = ScoresOut(allow_null=True)
     disagreements = DisagreementOut(many=True)
+    attribution = AttributionQualityOut(
+        allow_null=True,
+        help_text="Failure attribution against the reference attributions, as on the quality page; "
+        "null when no trace of the run has a reference attribution.",
+    )
 
 
 class PromptOut(serializers.ModelSerializer):

@@ -13,7 +13,6 @@ from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotations.judge.attribution import judge_attribution_quality
 from annotations.judge.connections import connection_list
 from annotations.judge.prompting import PLACEHOLDERS
 from annotations.judge.prompts import prompt_template_active, prompt_template_save
@@ -293,7 +292,7 @@ def judge_quality_page(request, slug, run_id):
             "role": role,
             "run": run,
             "q": quality,
-            "attribution": judge_attribution_quality(run=run, user=request.user),
+            "attribution": quality["attribution"],
             "rounds": rounds,
             "round_report_url": round_report_url,
             "nav": "projects",

@@ -11,10 +11,22 @@ class Round(models.Model):
         REVIEW = "review", "Review"
         CLOSED = "closed", "Closed"
 
+    class Kind(models.TextChoices):
+        MODES = "modes", "Failure modes"
+        ATTRIBUTION = "attribution", "Failure attribution"
+
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="rounds")
     name = models.CharField(max_length=200)
     taxonomy_version = models.ForeignKey("taxonomy.TaxonomyVersion", on_delete=models.PROTECT, related_name="rounds")
     state = models.CharField(max_length=10, choices=State.choices, default=State.DRAFT)
+    kind = models.CharField(
+        max_length=12,
+        choices=Kind.choices,
+        default=Kind.MODES,
+        help_text="What the round measures. Failure modes: the mode labels' agreement (and the attribution's, "
+        "where annotators attribute). Failure attribution: who and when; the mode labels are context and "
+        "stay out of the failure-mode agreement trend.",
+    )
     # {"method": "manual"|"random"|"stratified", "n": int, "seed": int, "strata": [...]}
     sampling = models.JSONField(default=dict, blank=True)
     reveal_in_review = models.BooleanField(
@@ -45,6 +57,7 @@ class Round(models.Model):
                 condition=models.Q(state__in=["draft", "open", "review", "closed"]),
                 name="round_state_valid",
             ),
+            models.CheckConstraint(condition=models.Q(kind__in=["modes", "attribution"]), name="round_kind_valid"),
         ]
 
     def __str__(self) -> str:

@@ -104,6 +104,7 @@ class RoundListApi(ProjectScopedMixin, generics.ListAPIView):
             stratify_by=d["stratify_by"],
             trace_ids=d["trace_ids"],
             reveal_in_review=d["reveal_in_review"],
+            kind=d["kind"],
             by=request.user,
         )
         out = round_list_for_project(project=self.project).select_related("project").get(pk=rnd.pk)

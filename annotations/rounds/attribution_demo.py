@@ -1,6 +1,7 @@
 """Demo of failure attribution: three Who&When-shaped traces (written for this project, in
-annotations/demo_data/whowhen/) imported with their ground truth, and a closed calibration round in
-which alice, bob and carol attributed them differently, with the disagreements adjudicated."""
+annotations/demo_data/whowhen/) imported with their ground truth, and a closed attribution round
+(``Round.Kind.ATTRIBUTION``) in which alice, bob and carol attributed them differently, with the
+disagreements adjudicated: the Rounds trend draws it as the attribution series."""
 
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def seed(ctx) -> None:
             annotators=[users["alice"], users["bob"], users["carol"]],
             method="manual",
             trace_ids=[traces[q].pk for q in ANSWERS],
+            kind=Round.Kind.ATTRIBUTION,  # the mode labels are context: it joins the attribution trend only
             by=manager,
         )
         round_open(round=rnd, by=manager)

@@ -1,4 +1,4 @@
-"""How a round's agreement report and the kappa trend look: colours, verbal bands, table cells and
+"""How a round's agreement report and the agreement trend look: colours, verbal bands, table cells and
 the trend chart's coordinates (pure: no Django; the views pass in stored report data and modes)."""
 
 from __future__ import annotations
@@ -147,21 +147,44 @@ def report_context(data: dict[str, Any], *, modes: Mapping[str, Any], categories
     }
 
 
-def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Coordinates for the SVG trend chart of headline kappa across rounds (rendered by a template).
+SERIES = (
+    ("modes", "Failure-mode κ", "mean pairwise Cohen's κ of the mode labels"),
+    ("attribution", "Attribution agreement", "mean pairwise Cohen's κ of the responsible agent"),
+)
+PROVISIONAL = "provisional: in review"
 
-    Legible at any number of rounds: points are numbered 1..n on the axis and named in a key under
-    the chart (full round names never collide on the axis); each version change is one dashed line
-    with a short tag (V2, V3, ...) that the key spells out; values are written beside the points
-    only while they fit (12 rounds or fewer), and are always in each point's tooltip."""
-    width, height = 720, 240
-    left, right, top, bottom = 52, 104, 28, 40  # the band names sit in the right margin, clear of the points
-    plot_w, plot_h = width - left - right, height - top - bottom
+
+def _axis_name(name: str, chars: int) -> str:
+    return name if len(name) <= chars else name[: max(chars - 1, 1)].rstrip() + "…"
+
+
+def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coordinates for the SVG trend chart of agreement across rounds (rendered by a template).
+
+    One slot per round, in the order the rounds were opened, named on the axis by the round's name
+    (shortened to its slot, tilted when slots are narrow; the full name is in the tooltip and the
+    key under the chart). Two series: failure-mode kappa (circles) and attribution agreement
+    (diamonds); a round draws a point in each series it measured, so an attribution round never
+    joins the failure-mode line. A round in review is provisional: a hollow dashed marker reached
+    by a dashed segment, and the legend says so. Each version change is one dashed line with a
+    short tag (V2, V3, ...) that the key spells out; values are written beside the points while
+    they fit (12 rounds or fewer), and are always in each point's tooltip."""
     n = len(rows)
-    lo = min(
-        [-0.2] + [r["lo"] for r in rows if r["lo"] is not None] + [r["kappa"] for r in rows if r["kappa"] is not None]
-    )
-    lo = math.floor(lo * 5) / 5
+    width, height = 720, 240
+    left, right, top = 52, 104, 28  # the band names sit in the right margin, clear of the points
+    plot_w = width - left - right
+    slot = plot_w / n if n else plot_w
+    chars = int(slot / 6.8)
+    tilted = chars < 10
+    if tilted:
+        chars = 22
+    bottom = 96 if tilted else 40
+    height += bottom - 40
+    plot_h = height - top - bottom
+    values = [
+        v for r in rows for key, _, _ in SERIES if r.get(key) for v in (r[key]["lo"], r[key]["kappa"]) if v is not None
+    ]
+    lo = math.floor(min([-0.2, *values]) * 5) / 5
     hi = 1.0
 
     def y(v: float) -> float:
@@ -173,30 +196,65 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
     tags: dict[Any, str] = {}
     for r in rows:
         tags.setdefault(r.get("version_id", r["version"]), f"V{len(tags) + 1}")
-    points = []
+    rounds: list[dict[str, Any]] = []
+    series: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in SERIES}
     for i, r in enumerate(rows):
-        k = r["kappa"]
-        points.append(
-            {
-                "x": round(x(i), 1),
-                "xl": round(x(i) - 5, 1),
-                "xr": round(x(i) + 5, 1),
+        name, cx = r["round"].name, round(x(i), 1)
+        entry = {
+            "x": cx,
+            "name": name,
+            "axis_name": _axis_name(name, chars),
+            "pk": r["round"].pk,
+            "provisional": r["provisional"],
+            "version": r["version"],
+            "tag": tags[r.get("version_id", r["version"])],
+            "changed": r["version_changed"],
+            "revised": r.get("revised", []),
+            "measured": [],
+        }
+        for key, label, _ in SERIES:
+            stat = r.get(key)
+            if stat is None:
+                continue
+            k = stat["kappa"]
+            point = {
+                "series": key,
+                "series_label": label,
+                "x": cx,
+                "xl": round(cx - 5, 1),
+                "xr": round(cx + 5, 1),
                 "y": round(y(k), 1) if k is not None else None,
-                "lo": round(y(r["lo"]), 1) if r["lo"] is not None else None,
-                "hi": round(y(r["hi"]), 1) if r["hi"] is not None else None,
-                "label": str(i + 1),
-                "name": r["round"].name,
-                "kappa": "no report yet" if k is None else f"{k:.2f}",
-                "ci": "" if r["lo"] is None or r["hi"] is None else f"{r['lo']:.2f}–{r['hi']:.2f}",
+                "lo": round(y(stat["lo"]), 1) if stat["lo"] is not None else None,
+                "hi": round(y(stat["hi"]), 1) if stat["hi"] is not None else None,
+                "kappa": f"{k:.2f}" if k is not None else stat.get("why") or "undefined",
+                "ci": "" if stat["lo"] is None or stat["hi"] is None else f"{stat['lo']:.2f}–{stat['hi']:.2f}",
+                "name": name,
+                "pk": entry["pk"],
+                "provisional": r["provisional"],
                 "version": r["version"],
-                "tag": tags[r.get("version_id", r["version"])],
-                "changed": r["version_changed"],
-                "revised": r.get("revised", []),
-                "state": r["round"].state,
-                "pk": r["round"].pk,
             }
-        )
-    line = " ".join(f"{p['x']},{p['y']}" for p in points if p["y"] is not None)
+            if point["y"] is not None:
+                d = 7.0
+                point["diamond"] = (
+                    f"{cx},{point['y'] - d} {cx + d},{point['y']} {cx},{point['y'] + d} {cx - d},{point['y']}"
+                )
+            series[key].append(point)
+            entry["measured"].append(point)
+        rounds.append(entry)
+    segments = []
+    for key, _, _ in SERIES:
+        drawn = [p for p in series[key] if p["y"] is not None]
+        for a, b in zip(drawn, drawn[1:], strict=False):
+            segments.append(
+                {
+                    "series": key,
+                    "x1": a["x"],
+                    "y1": a["y"],
+                    "x2": b["x"],
+                    "y2": b["y"],
+                    "provisional": a["provisional"] or b["provisional"],
+                }
+            )
     ticks = []
     v = lo
     while v <= hi + 1e-9:
@@ -207,21 +265,22 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for a, b, name in ((0.6, 0.8, "substantial"), (0.8, 1.0, "almost perfect"))
     ]
     version_marks = [
-        {"x": round((points[i - 1]["x"] + p["x"]) / 2, 1), "version": p["version"], "tag": p["tag"]}
-        for i, p in enumerate(points)
-        if p["changed"] and i > 0
+        {"x": round((rounds[i - 1]["x"] + r["x"]) / 2, 1), "version": r["version"], "tag": r["tag"]}
+        for i, r in enumerate(rounds)
+        if r["changed"] and i > 0
     ]
     versions: list[dict[str, Any]] = []
-    for p in points:
-        if versions and versions[-1]["tag"] == p["tag"]:
-            versions[-1]["last"] = p["label"]
+    for r in rounds:
+        if versions and versions[-1]["tag"] == r["tag"]:
+            versions[-1]["last"] = r["name"]
         else:
-            versions.append({"tag": p["tag"], "label": p["version"], "first": p["label"], "last": p["label"]})
+            versions.append({"tag": r["tag"], "label": r["version"], "first": r["name"], "last": r["name"]})
     revisions = [
-        {"round": p["name"], "number": p["label"], "tag": p["tag"], "version": p["version"], "modes": p["revised"]}
-        for p in points
-        if p["revised"]
+        {"round": r["name"], "tag": r["tag"], "version": r["version"], "modes": r["revised"]}
+        for r in rounds
+        if r["revised"]
     ]
+    label_y = height - bottom + 18
     return {
         "width": width,
         "height": height,
@@ -231,10 +290,19 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "right": width - right,
         "top": top,
         "bottom": height - bottom,
-        "label_y": height - bottom + 18,
-        "points": points,
+        "label_y": label_y,
+        "tilted": tilted,
+        "rounds": rounds,
+        "points": [p for key, _, _ in SERIES for p in series[key]],
+        "series": [
+            {"key": key, "label": label, "what": what, "n": len(series[key])}
+            for key, label, what in SERIES
+            if series[key]
+        ],
+        "segments": segments,
+        "any_provisional": any(r["provisional"] for r in rounds),
+        "provisional_text": PROVISIONAL,
         "show_values": n <= 12,
-        "line": line,
         "ticks": ticks,
         "zero_y": round(y(0), 1) if lo < 0 else None,
         "bands": bands,

@@ -115,7 +115,12 @@ def round_access(*, user, round: Round) -> RoundAccess:
       (or closed) and the manager allowed it (``reveal_in_review``).
     """
     role = project_role(user=user, project=round.project)
-    is_annotator = round_is_annotator(round=round, user=user)
+    return _access(role=role, is_annotator=round_is_annotator(round=round, user=user), round=round)
+
+
+def _access(*, role: str | None, is_annotator: bool, round: Round) -> RoundAccess:
+    """``round_access``'s rule once the role and the annotator question are answered (the trend
+    answers them for every round at once)."""
     is_manager = role == Membership.Role.MANAGER
     if round.is_blind and is_annotator:
         return RoundAccess(role, is_annotator, is_manager, False, "The round is open: labels stay blind until review.")
@@ -377,18 +382,47 @@ def round_labels_fingerprint_parts(*, round: Round, extra_rater_ids: Sequence[in
     return parts
 
 
-def round_kappa_trend(*, project: Project, imported: bool = False) -> list[dict[str, Any]]:
-    """Headline kappa (with its 95% CI) of the project's CLOSED rounds, in closing order: one point
-    per round. ``imported=False`` gives the project's own rounds, ``True`` the rounds an import
-    rebuilt (MAST-Data's), so the two are drawn apart. ``version_changed`` is set on a round whose
-    taxonomy version differs from the previous point's (marked once per change); ``revised`` lists,
-    for such a round, the modes the mapping from the previous version changed (edited, renamed,
-    split, merged) with their kappa before and after."""
+def _trend_stat(stat: dict | None) -> dict[str, Any]:
+    """A stored kappa with its CI as the trend draws it; ``why`` says why a value is missing."""
+    stat = stat or {}
+    ci = stat.get("ci") or [None, None]
+
+    def num(v: Any) -> float | None:
+        return None if v in (None, "", "null") else float(v)
+
+    value = num(stat.get("value"))
+    why = "" if value is not None else (stat.get("undefined") or "no report yet")
+    return {"kappa": value, "lo": num(ci[0]), "hi": num(ci[1]), "why": why}
+
+
+def round_kappa_trend(*, project: Project, user, imported: bool = False) -> list[dict[str, Any]]:
+    """Agreement across the project's rounds: one row per round whose report ``user`` may open
+    (``round_access``'s rule: an open round never shows, a round in review only to those who may
+    read its report), in the order the rounds were opened. ``imported=False`` gives the project's
+    own rounds, ``True`` the rounds an import rebuilt (MAST-Data's), so the two are drawn apart.
+
+    A row carries the series the round measured: ``modes`` (the headline mean pairwise Cohen's
+    kappa of the mode labels; None for an attribution round, whose mode labels are context) and
+    ``attribution`` (the agent-level mean pairwise kappa; None when nobody attributed). Both are
+    read from the stored human report. ``provisional`` marks a round in review: its labels may
+    still change. ``version_changed`` is set on a round whose taxonomy version differs from the
+    previous row's; ``revised`` lists, for a failure-mode round on a new version, the modes the
+    mapping from the previous failure-mode round's version changed (edited, renamed, split,
+    merged) with their kappa before and after."""
     from taxonomy.mapping import mapping_steps
 
-    closed = Round.objects.filter(project=project, state=Round.State.CLOSED)
-    closed = closed.exclude(imported_from="") if imported else closed.filter(imported_from="")
-    rounds = sorted(closed, key=lambda r: (r.closed_at is None, r.closed_at, r.pk))
+    shown = Round.objects.filter(project=project, state__in=[Round.State.REVIEW, Round.State.CLOSED])
+    shown = list(shown.exclude(imported_from="") if imported else shown.filter(imported_from=""))
+    role = project_role(user=user, project=project)
+    mine = set(
+        RoundAnnotator.objects.filter(round__in=[r.pk for r in shown], user_id=user.pk).values_list(
+            "round_id", flat=True
+        )
+    )
+    rounds = sorted(
+        (r for r in shown if _access(role=role, is_annotator=r.pk in mine, round=r).can_see_report),
+        key=lambda r: (r.opened_at or r.created_at, r.pk),
+    )
     ids = [r.pk for r in rounds]
     reports = {
         r.round_id: r.data
@@ -401,26 +435,20 @@ def round_kappa_trend(*, project: Project, imported: bool = False) -> list[dict[
         )
     }
 
-    def num(v: Any) -> float | None:
-        return None if v in (None, "", "null") else float(v)
-
     def per_mode(data: dict | None) -> dict[str, float | None]:
-        return {
-            m["mode"]: num((m.get("mean_pairwise_kappa") or {}).get("value")) for m in (data or {}).get("per_mode", [])
-        }
+        return {m["mode"]: _trend_stat(m.get("mean_pairwise_kappa"))["kappa"] for m in (data or {}).get("per_mode", [])}
 
     rows: list[dict[str, Any]] = []
-    prev = None
+    prev = prev_modes = None
     for rnd in rounds:
         data = reports.get(rnd.pk)
-        head = (data or {}).get("mean_pairwise_kappa") or {}
-        ci = head.get("ci") or [None, None]
         version = versions[rnd.taxonomy_version_id]
-        changed = prev is not None and rnd.taxonomy_version_id != prev.taxonomy_version_id
+        measures_modes = rnd.kind != Round.Kind.ATTRIBUTION
+        attribution = (data or {}).get("attribution")
         revised = []
-        if changed:
-            steps = mapping_steps(source_id=prev.taxonomy_version_id, target=version) or []
-            before, after = per_mode(reports.get(prev.pk)), per_mode(data)
+        if measures_modes and prev_modes is not None and prev_modes.taxonomy_version_id != rnd.taxonomy_version_id:
+            steps = mapping_steps(source_id=prev_modes.taxonomy_version_id, target=version) or []
+            before, after = per_mode(reports.get(prev_modes.pk)), per_mode(data)
             if len(steps) == 1:
                 for old, new, kind in steps[0]:
                     if kind in ("edit", "rename", "split", "merge") and old and new:
@@ -430,16 +458,17 @@ def round_kappa_trend(*, project: Project, imported: bool = False) -> list[dict[
         rows.append(
             {
                 "round": rnd,
-                "kappa": num(head.get("value")),
-                "lo": num(ci[0]),
-                "hi": num(ci[1]),
+                "provisional": rnd.state == Round.State.REVIEW,
+                "modes": _trend_stat((data or {}).get("mean_pairwise_kappa")) if measures_modes else None,
+                "attribution": _trend_stat(attribution["agent"]["mean_pairwise_kappa"]) if attribution else None,
                 "version": version.label,
                 "version_id": version.pk,
-                "version_changed": changed,
+                "version_changed": prev is not None and rnd.taxonomy_version_id != prev.taxonomy_version_id,
                 "revised": revised,
             }
         )
         prev = rnd
+        prev_modes = rnd if measures_modes else prev_modes
     return rows
 
 

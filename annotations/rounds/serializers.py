@@ -26,6 +26,7 @@ class RoundOut(serializers.ModelSerializer):
             "project",
             "name",
             "state",
+            "kind",
             "taxonomy_version",
             "taxonomy_version_label",
             "sampling",
@@ -53,6 +54,11 @@ class RoundCreateIn(serializers.Serializer):
     stratify_by = serializers.ChoiceField(choices=list(STRATA_FIELDS), default="framework")
     trace_ids = serializers.ListField(child=serializers.IntegerField(), required=False, default=list)
     reveal_in_review = serializers.BooleanField(default=True)
+    kind = serializers.ChoiceField(
+        choices=Round.Kind.choices,
+        default=Round.Kind.MODES,
+        help_text="What the round measures: failure modes, or failure attribution (mode labels are context).",
+    )
 
 
 class RoundSampleIn(serializers.Serializer):

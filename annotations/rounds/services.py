@@ -115,9 +115,13 @@ def round_create(
     stratify_by: str = "framework",
     reveal_in_review: bool = True,
     make_working_version: bool = False,
+    kind: str = Round.Kind.MODES,
     by=None,
 ) -> Round:
     """A draft round: the traces are fixed now (the same preview the form showed).
+
+    ``kind``: what the round measures (``Round.Kind``); an attribution round's mode labels are
+    context and stay out of the failure-mode agreement trend.
 
     ``make_working_version``: when the round's version is newer than the project's working
     version (``version_is_newer``), move the project to it: at once for a published version, when
@@ -143,6 +147,7 @@ def round_create(
         taxonomy_version=taxonomy_version,
         sampling=preview.sampling,
         reveal_in_review=reveal_in_review,
+        kind=kind,
         created_by=by,
     )
     moves = make_working_version and version_is_newer(version=taxonomy_version, than=project.taxonomy_version)
@@ -530,6 +535,7 @@ def round_create_next(*, round: Round) -> dict[str, Any]:
     draft = TaxonomyVersion.objects.filter(parent=round.taxonomy_version).order_by("-number").first()
     return {
         "taxonomy_version": (draft or round.taxonomy_version).pk,
+        "kind": round.kind,
         "annotators": list(RoundAnnotator.objects.filter(round=round).values_list("user_id", flat=True)),
         "trace_ids": list(RoundTrace.objects.filter(round=round).order_by("order").values_list("trace_id", flat=True)),
     }

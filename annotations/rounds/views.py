@@ -76,8 +76,12 @@ def round_list(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "role": role,
             "rounds": rounds,
-            "trend": presentation.trend_chart(round_kappa_trend(project=project)) if rounds else None,
-            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True))
+            "trend": presentation.trend_chart(round_kappa_trend(project=project, user=request.user))
+            if rounds
+            else None,
+            "trend_imported": presentation.trend_chart(
+                round_kappa_trend(project=project, user=request.user, imported=True)
+            )
             if any(r.imported_from for r in rounds)
             else None,
             "nav": "projects",
@@ -113,6 +117,16 @@ class RoundForm(forms.Form):
     )
     trace_ids = forms.CharField(
         label="Trace ids", required=False, help_text="For a hand-picked round: ids separated by spaces or commas."
+    )
+    kind = forms.ChoiceField(
+        label="Measures",
+        choices=[
+            (Round.Kind.MODES, "Failure modes (and attribution, where annotators give it)"),
+            (Round.Kind.ATTRIBUTION, "Failure attribution only: the mode labels are context"),
+        ],
+        initial=Round.Kind.MODES,
+        required=False,
+        help_text="Decides which agreement trend the round joins: failure-mode kappa or attribution agreement.",
     )
     reveal_in_review = forms.BooleanField(
         required=False, initial=True, label="Annotators see each other's labels once the review starts"
@@ -169,6 +183,7 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
             nxt = round_create_next(round=prev)
             initial.update(
                 taxonomy_version=nxt["taxonomy_version"],
+                kind=nxt["kind"],
                 annotators=nxt["annotators"],
                 method="manual",
                 trace_ids=" ".join(map(str, nxt["trace_ids"])),
@@ -185,6 +200,7 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
                 annotators=list(d["annotators"]),
                 reveal_in_review=d["reveal_in_review"],
                 make_working_version=d["make_working_version"],
+                kind=d["kind"] or Round.Kind.MODES,
                 by=request.user,
                 **form.sampling_kwargs(),
             )
@@ -338,9 +354,11 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "extra_raters": round_extra_raters(round=rnd),
             "selected": set(extra_ids),
             "rater_set": report.rater_set,
-            "trend": presentation.trend_chart(round_kappa_trend(project=project)),
+            "trend": presentation.trend_chart(round_kappa_trend(project=project, user=request.user)),
             "attribution": attribution_context(report.data.get("attribution")),
-            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True)),
+            "trend_imported": presentation.trend_chart(
+                round_kappa_trend(project=project, user=request.user, imported=True)
+            ),
             "nav": "projects",
             "mode_rater": mode_rater_view(
                 report.data,

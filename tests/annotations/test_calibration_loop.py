@@ -134,7 +134,7 @@ def test_the_release_holds_both_rounds_traces_with_mapping_counts(loop, project,
 
 
 def test_the_trend_has_both_rounds_and_one_version_mark(loop, project, viewer):
-    rows = round_kappa_trend(project=project)
+    rows = round_kappa_trend(project=project, user=viewer)
     assert [r["round"].name for r in rows] == ["Round 1", "Round 2"]
     assert [r["version_changed"] for r in rows] == [False, True]
     assert [m["old"] for m in rows[1]["revised"]] == ["1.5"]

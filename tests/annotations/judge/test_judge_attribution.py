@@ -14,7 +14,7 @@ from annotations.judge.attribution import attribution_accuracy, judge_attributio
 from annotations.judge.prompts import prompt_template_save
 from annotations.judge.runs import judge_run_create
 from annotations.models import Attribution
-from tests.annotations.conftest import drive
+from tests.annotations.conftest import drive, make_judge_traces
 from tests.llm_server import LLMServer, Reply, codes_of, good_answer
 from traces.importing.service import traces_import
 
@@ -106,3 +106,34 @@ def test_accuracy_counts_only_what_the_reference_gives():
     pairs = [(("A", None), ("a", 3)), (("", 4), ("B", 4)), (("C", 1), None)]
     out = attribution_accuracy(pairs)
     assert (out["agent"]["hit"], out["agent"]["n"], out["step"]["hit"], out["step"]["n"]) == (1, 2, 1, 2)
+
+
+def test_the_quality_api_gives_the_pages_attribution_numbers(judged, manager, django_assert_num_queries):
+    c = Client()
+    c.force_login(manager)
+    slug = judged.project.slug
+    url = f"/api/projects/{slug}/judge-runs/{judged.pk}/quality/"
+    c.get(url)  # the session and the user's role are read once; the pinned count is the request's own
+    with django_assert_num_queries(14):
+        data = c.get(url).json()["attribution"]
+    assert data["agent"] == {"value": pytest.approx(2 / 3), "hit": 2, "n": 3, "undefined": None}
+    assert data["step"] == {"value": pytest.approx(1 / 3), "hit": 1, "n": 3, "undefined": None}
+    assert data["references"] == {"Who&When ground truth": 3}
+    assert data["n_without_attribution"] == 1
+    html = c.get(reverse("annotations:judge_quality", args=[slug, judged.pk])).content.decode()
+    for level in ("agent", "step"):
+        stat = data[level]
+        shown = f'<b>{stat["value"]:.2f}</b><span class="muted small">{level}-level accuracy'
+        assert f"{shown}: {stat['hit']} of {stat['n']} traces" in html
+    assert f'<b>{data["n_without_attribution"]}</b><span class="muted small">answered without an attribution' in html
+
+
+def test_the_quality_api_says_null_attribution_without_a_reference(project, manager, server, fast_retries):
+    make_judge_traces(project, 2)
+    run = drive(
+        judge_run_create(project=project, by=manager, provider="openai", base_url=server.url, model="m", start=False)
+    )
+    c = Client()
+    c.force_login(manager)
+    data = c.get(f"/api/projects/{project.slug}/judge-runs/{run.pk}/quality/").json()
+    assert "attribution" in data and data["attribution"] is None

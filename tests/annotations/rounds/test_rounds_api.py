@@ -58,6 +58,17 @@ def test_manager_creates_a_round(project, manager, annotator, annotator2, traces
     assert r.json()["state"] == "draft" and r.json()["n_traces"] == 3 and r.json()["n_annotators"] == 2
 
 
+def test_a_round_created_through_the_api_says_what_it_measures(project, manager, annotator, annotator2, traces):
+    body = {"taxonomy_version": project.taxonomy_version_id, "annotators": ["ann1", "ann2"], "n": 2}
+    made = api(manager).post("/api/projects/demo/rounds/", {**body, "name": "A", "kind": "attribution"}, format="json")
+    assert made.status_code == 201 and made.json()["kind"] == "attribution"
+    assert Round.objects.get(pk=made.json()["id"]).kind == Round.Kind.ATTRIBUTION
+    default = api(manager).post("/api/projects/demo/rounds/", {**body, "name": "M"}, format="json")
+    assert default.json()["kind"] == "modes"
+    bad = api(manager).post("/api/projects/demo/rounds/", {**body, "name": "B", "kind": "vibes"}, format="json")
+    assert bad.status_code == 400 and "kind" in bad.content.decode()
+
+
 def test_sample_preview_api_matches_the_created_round(project, manager, annotator, annotator2, traces):
     body = {"method": "stratified", "n": 3, "seed": 5, "stratify_by": "framework"}
     preview = api(manager).post("/api/projects/demo/rounds/preview/", body, format="json").json()

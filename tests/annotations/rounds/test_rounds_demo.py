@@ -60,3 +60,21 @@ def test_demo_seeds_an_open_blind_round_once(ctx):
     assert [r.state for r in rounds] == ["open"]
     submitted = Annotation.objects.filter(round=rounds[0], state="submitted")
     assert [a.rater.user.username for a in submitted] == ["alice"]
+
+
+def test_demo_trend_shows_both_series_and_a_provisional_point(ctx):
+    from annotations.rounds import attribution_demo
+    from annotations.rounds.demo import seed_blind_round
+    from annotations.rounds.report import trend_chart
+    from annotations.rounds.selectors import round_kappa_trend
+
+    seed(ctx)
+    seed_blind_round(ctx)
+    attribution_demo.seed(ctx)
+    chart = trend_chart(round_kappa_trend(project=ctx.project, user=ctx.users["alice"]))
+    shown = [(p["name"], p["series"], p["provisional"]) for p in chart["points"]]
+    assert shown == [
+        ("Pilot round", "modes", False),
+        ("Round 2", "modes", True),
+        (attribution_demo.ROUND, "attribution", False),
+    ]  # alice labels the open blind round: it is not there

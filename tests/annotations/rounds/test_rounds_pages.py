@@ -65,9 +65,9 @@ def test_round_list_query_count_does_not_grow_with_rounds(
     c = client_for(manager)
     list_url = reverse("annotations:round_list", kwargs={"slug": "demo"})
     c.get(list_url)
-    # session, user, project, membership, rounds (one query with subqueries), the trend's closed rounds
-    # (none are closed here, so no reports or versions to read)
-    with django_assert_num_queries(6):
+    # session, user, project, membership, rounds (one query with subqueries), the trend's rounds in review
+    # or closed, which of them the user annotates (the report's access rule), their reports and versions
+    with django_assert_num_queries(9):
         assert c.get(list_url).status_code == 200
 
 
@@ -97,6 +97,18 @@ def test_create_form_makes_a_draft_round(project, manager, annotator, annotator2
     )
     rnd = Round.objects.get(name="Pilot")
     assert r.status_code == 302 and rnd.state == "draft" and rnd.round_traces.count() == 2
+    assert rnd.kind == Round.Kind.MODES  # the form's default
+
+
+def test_create_form_makes_an_attribution_round(project, manager, annotator, annotator2, traces):
+    new = reverse("annotations:round_new", kwargs={"slug": "demo"})
+    assert "Failure attribution only" in client_for(manager).get(new).content.decode()
+    body = {"name": "Who", "taxonomy_version": project.taxonomy_version_id, "annotators": [annotator.pk, annotator2.pk]}
+    client_for(manager).post(new, {**body, "method": "random", "n": 2, "seed": 4, "kind": "attribution"})
+    rnd = Round.objects.get(name="Who")
+    assert rnd.kind == Round.Kind.ATTRIBUTION
+    detail = client_for(manager).get(reverse("annotations:round_detail", kwargs={"slug": "demo", "pk": rnd.pk}))
+    assert "failure attribution (the mode labels are context)" in detail.content.decode()
 
 
 def test_create_form_shows_service_errors(project, manager, annotator, traces):
@@ -211,7 +223,9 @@ def test_round_of_another_project_is_404(review_round, manager):
 def test_report_page_has_heatmap_per_mode_table_and_trend(review_round, manager):
     html = client_for(manager).get(url("round_report", review_round)).content.decode()
     assert "rd-heat" in html and "Per failure mode" in html and "Per category" in html
-    assert "No closed round of the project's own yet" in html  # the trend has one point per CLOSED round
+    # the round in review is on the trend, provisional
+    assert html.count('class="rd-point rd-s-modes rd-provisional rd-current"') == 1
+    assert "provisional: in review" in html
     assert "undefined" in html  # modes nobody marked present: kappa is 0/0, said so
 
 
@@ -224,10 +238,11 @@ def test_report_page_query_count_is_pinned(review_round, manager, django_assert_
     c = client_for(manager)
     c.get(url("round_report", review_round))
     # session, user, project, membership, round, is-annotator, fingerprint (3), stored report,
-    # extra raters, trend (2), categories: the stored report is not recomputed (and holds the mode
+    # extra raters, trend (rounds, the ones the user annotates, reports, versions), categories: the
+    # stored report is not recomputed (and holds the mode
     # x rater view's prevalences), and the modes of the (published) version come from
     # version_modes' cache, filled by the first request.
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(17):
         assert c.get(url("round_report", review_round)).status_code == 200
 
 
@@ -408,8 +423,8 @@ def test_round_list_query_count_with_closed_rounds_does_not_grow(
     c = client_for(manager)
     list_url = reverse("annotations:round_list", kwargs={"slug": "demo"})
     c.get(list_url)
-    # 6 + the closed rounds' reports and versions, whatever their number
-    with django_assert_num_queries(8):
+    # 6 + which rounds the user annotates + the rounds' reports and versions, whatever their number
+    with django_assert_num_queries(9):
         html = c.get(list_url).content.decode()
     assert html.count('class="rd-xlabel"') == 3
 
