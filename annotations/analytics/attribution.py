@@ -11,7 +11,6 @@ placed in time and is not counted).
 
 from __future__ import annotations
 
-import csv
 import io
 from typing import Any
 
@@ -27,6 +26,7 @@ from annotations.labels.visibility import annotations_visible_to, blind_trace_id
 from annotations.models import Annotation, Attribution, ModeLabel, Rater
 from annotations.rounds.agreed import agreed_adjudications
 from annotations.rounds.attribution import agreed_attributions
+from traces.csv_cells import csv_writer
 from traces.models import Project, Trace
 from traces.projects.selectors import project_get_for_user
 
@@ -85,7 +85,7 @@ def attribution_rows(*, user, project: Project) -> list[dict[str, Any]]:
 
 def _csv(name: str, header: list[str], rows: list) -> HttpResponse:
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = csv_writer(buf)
     w.writerow(header)
     w.writerows(rows)
     resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")

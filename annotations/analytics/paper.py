@@ -17,13 +17,14 @@ the JSON API carry the very numbers the page shows.
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from traces.csv_cells import csv_writer
 
 Z95 = 1.959963984540054
 ALL = "All frameworks"
@@ -151,7 +152,7 @@ CSV_COLUMNS = [
 
 def to_csv(rows: Sequence[Row], codes: Sequence[str], names: dict[str, str]) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for d in rows_as_dicts(rows, codes, names):
         w.writerow(

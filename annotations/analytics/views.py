@@ -7,7 +7,6 @@ GET p/<slug>/analytics/?mas_name=&llm_name=&benchmark=&rater=agreed|<rater id>
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import math
@@ -33,6 +32,7 @@ from annotations.analytics.selectors import (
     project_trace_facts,
 )
 from annotations.rounds.targets import target_version_choices, target_version_resolve
+from traces.csv_cells import csv_writer
 from traces.projects.selectors import project_get_for_user
 
 FIELD_LABELS = {"mas_name": "Framework", "llm_name": "LLM", "benchmark": "Benchmark"}
@@ -353,7 +353,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
 
 def _csv_response(chart: Chart, slug: str) -> HttpResponse:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv_writer(buf, lineterminator="\n")
     w.writerow(chart.columns)
     w.writerows(chart.rows)
     resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")

@@ -3,7 +3,8 @@ raters' annotations the blind rule lets me see. Thin views: shape checks here, r
 
 Status codes: 400 bad input (``{"detail", "errors": [{"field", "message"}]}``), 403 not allowed
 (viewer, someone else's annotation, closed round), 404 not a member / no such trace or round,
-409 stale revision (``{"detail", "current": <stored annotation>}``).
+409 stale revision (``{"detail", "current": <stored annotation>}``) or a change to a submitted
+annotation, which is read-only until reopened (``{"detail"}``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from annotations.labels.serializers import (
 from annotations.labels.services import (
     AnnotationConflict,
     AnnotationInvalid,
+    annotation_reopen,
     annotation_submit,
     annotation_upsert,
 )
@@ -249,6 +251,37 @@ class SubmitApi(_MyAnnotationMixin, APIView):
                 annotation = annotation_submit(
                     annotation=annotation, by=request.user, base_revision=data.validated_data["revision"]
                 )
+        except AnnotationConflict as exc:
+            return self.conflict_out(exc, trace, version, round)
+        snapshot = annotation_snapshot(annotation=annotation)
+        return Response(_out(snapshot=snapshot, annotation=annotation, trace=trace, round=round, version=version))
+
+
+class ReopenApi(_MyAnnotationMixin, APIView):
+    @extend_schema(
+        parameters=[ROUND_PARAM],
+        request=SubmitIn,
+        responses={
+            200: AnnotationOut,
+            **REFUSALS,
+            409: OpenApiResponse(ConflictOut, description="Stale revision: the stored state, nothing changed."),
+        },
+        description="Reopen my submitted annotation so that it can be changed: it is a draft again (recorded in "
+        "its history, counted as not submitted until submitted again). Reopening a draft changes nothing. "
+        "Refused (403) once the round is in review or closed.",
+    )
+    def post(self, request, slug, pk):
+        trace, version, round = self.target(request, pk)
+        data = SubmitIn(data=request.data)
+        if not data.is_valid():
+            return Response({"detail": "Send the revision you reopen.", "errors": _flat(data.errors)}, 400)
+        annotation = annotation_find(trace=trace, user=request.user, taxonomy_version=version, round=round)
+        try:
+            if annotation is None:
+                raise AnnotationInvalid("Nothing to reopen: this annotation has not been saved yet.")
+            annotation = annotation_reopen(
+                annotation=annotation, by=request.user, base_revision=data.validated_data["revision"]
+            )
         except AnnotationConflict as exc:
             return self.conflict_out(exc, trace, version, round)
         snapshot = annotation_snapshot(annotation=annotation)

@@ -9,7 +9,10 @@ Rules (``attribution_clean``):
 
 * exactly one of a decisive ``step`` (an existing step index of the trace) or ``no_single_step``;
 * ``agent`` defaults to the decisive step's agent (taken from the step, changeable: an empty
-  agent is filled in from the step); with "no single step" it may name an agent or stay empty;
+  agent is filled in from the step, or, for a step naming none such as a tool output, from the
+  nearest step up its span tree that names one: the agent that called the tool; when none does,
+  the attribution is refused until an agent is named); with "no single step" it may name an agent
+  or stay empty;
 * ``modes`` are codes of the annotation's taxonomy version (each once);
 * ``reason`` at most 2,000 characters; ``errors`` (TRAIL-style located errors) at most 50, each
   on an existing step, with an optional mode code of the version and severity low/medium/high.
@@ -66,6 +69,27 @@ def _codes(value: Any, where: str, codes: set[str], errors: list) -> list[str]:
     return out
 
 
+# Span trees are shallow (agent -> LLM answer -> tool call -> tool output); a longer walk means a
+# malformed tree, and then the agent is asked for rather than guessed.
+MAX_CALLER_DEPTH = 16
+
+
+def _calling_agent(*, trace_id: int, index: int) -> str:
+    """The agent of the nearest step up the span tree from step ``index`` that names one (the agent
+    that called a tool, for a tool output), or "" when none does."""
+    parent = Step.objects.filter(trace_id=trace_id, index=index).values_list("parent_index", flat=True).first()
+    for _ in range(MAX_CALLER_DEPTH):
+        if parent is None:
+            return ""
+        row = Step.objects.filter(trace_id=trace_id, index=parent).values_list("agent", "parent_index").first()
+        if row is None:
+            return ""
+        agent, parent = row
+        if agent:
+            return agent
+    return ""
+
+
 def attribution_clean(
     raw: Any, *, trace_id: int, n_steps: int, codes: set[str], order: dict[str, Any], errors: list
 ) -> dict | None:
@@ -108,8 +132,16 @@ def attribution_clean(
                 "message": f"step {index} does not exist in this trace (it has {n_steps} steps).",
             }
         )
-    if step is not None and not agent:
-        agent = agents.get(step, "")
+    if step is not None and not agent and step in agents:
+        agent = agents[step] or _calling_agent(trace_id=trace_id, index=step)
+        if not agent:
+            errors.append(
+                {
+                    "field": "attribution.agent",
+                    "message": f"step {step} names no agent and neither does any step that led to it (a tool "
+                    "output with no calling agent): name the responsible agent.",
+                }
+            )
     return {
         "step": None if none else step,
         "no_single_step": bool(none),

@@ -4,7 +4,12 @@ already has a revision is left as it is (people may have edited it since)."""
 
 from __future__ import annotations
 
-from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
+from annotations.labels.services import (
+    annotation_get_or_create,
+    annotation_reopen,
+    annotation_save,
+    annotation_submit,
+)
 from annotations.labels.visibility import BLIND_ROUND_STATES
 
 # (user, framework, submit?, {code: (decision, [step indexes], rationale)}, task_success, notes, open codes)
@@ -86,9 +91,21 @@ def seed(ctx) -> None:
             open_codes=open_codes,
         )
         if submit:
-            annotation_submit(annotation=annotation, by=user, base_revision=annotation.revision)
+            annotation = annotation_submit(annotation=annotation, by=user, base_revision=annotation.revision)
+            if not made:  # the first one was changed on purpose: submitted, reopened, changed, submitted again
+                annotation = annotation_reopen(annotation=annotation, by=user, base_revision=annotation.revision)
+                annotation = annotation_save(
+                    annotation=annotation,
+                    by=user,
+                    base_revision=annotation.revision,
+                    labels=labels,
+                    task_success=task_success,
+                    notes=f"{notes} (Reopened to add this note.)".strip(),
+                    open_codes=open_codes,
+                )
+                annotation_submit(annotation=annotation, by=user, base_revision=annotation.revision)
         made += 1
     ctx.say(
         f"Workspace: {made} annotations by alice and bob outside rounds (submitted and drafts, with evidence "
-        "and open codes); log in as alice to see her queue"
+        "and open codes, one reopened and submitted again); log in as alice to see her queue"
     )

@@ -11,8 +11,11 @@ Rules (the API and the screen only call these):
   concurrent saves on the same base cannot both win.
 * Decisions: present / absent / unsure. "Unsure" is a draft-only state: submitting needs a
   present or absent decision for EVERY mode of the version (agreement statistics need a full
-  matrix). Saving an incomplete state over a submitted annotation reopens it as a draft (history
-  action "reopen") so the queue shows it as in progress again.
+  matrix).
+* A submitted annotation is read-only: a save that would change it is refused
+  (``AnnotationSubmittedReadOnly``, HTTP 409) on every path, until its author reopens it
+  (``annotation_reopen``: back to draft, history action "reopen", counted as not submitted until she
+  submits again). Reopening is refused once the round is in review or closed.
 * Evidence: ``{"step": <step index>}`` of an existing step of the trace, or
   ``{"lines": [first, last]}`` inside the trace (1-based, inclusive).
 * Limits: rationale 2,000 characters, notes 10,000, open code 80, at most 50 open codes and 50
@@ -75,6 +78,12 @@ class AnnotationLocked(AnnotationError):
     """The annotation's round is closed (or not open yet): no more edits."""
 
     status = 403
+
+
+class AnnotationSubmittedReadOnly(AnnotationError):
+    """A save that would change a submitted annotation: it must be reopened first."""
+
+    status = 409
 
 
 class AnnotationConflict(AnnotationError):
@@ -269,6 +278,11 @@ def _apply(
     if _content(before) == content:
         current.snapshot = before
         return current
+    if current.state == Annotation.State.SUBMITTED:
+        raise AnnotationSubmittedReadOnly(
+            "This annotation is submitted, so it is read-only: nothing was changed. "
+            + _reopen_hint(current=current, fresh_round=fresh_round)
+        )
     if current.revision != base_revision:
         raise AnnotationConflict(
             f"This annotation changed since revision {base_revision} (now at revision {current.revision}); "
@@ -279,11 +293,6 @@ def _apply(
         attribution_write(annotation=current, value=content["attribution"])
     action = AnnotationEvent.Action.SAVE
     update = ["task_success", "notes", "revision", "updated_at"]
-    if current.state == Annotation.State.SUBMITTED and missing_decisions(annotation=current, labels=content["labels"]):
-        current.state = Annotation.State.DRAFT
-        current.submitted_at = None
-        update += ["state", "submitted_at"]
-        action = AnnotationEvent.Action.REOPEN
     current.task_success = content["task_success"]
     current.notes = content["notes"]
     current.revision += 1
@@ -357,6 +366,59 @@ def annotation_submit(*, annotation: Annotation, by, base_revision: int) -> Anno
             annotation=current,
             by=by,
             action=AnnotationEvent.Action.SUBMIT,
+            revision=current.revision,
+            before=before,
+            after=after,
+        )
+    current.snapshot = after
+    return current
+
+
+def _reopen_refusal(round: Round | None) -> str | None:
+    """Why a submitted annotation of this round can no longer be reopened (None: it can)."""
+    if round is None or round.state == Round.State.OPEN:
+        return None
+    where = "in review" if round.state == Round.State.REVIEW else str(round.state)
+    return f"Round {round.name!r} is {where}: submitted labels can no longer be reopened or changed."
+
+
+def _reopen_hint(*, current: Annotation, fresh_round: Round | None) -> str:
+    if current.round_id is None:
+        return "Reopen it to change it."
+    round = fresh_round or Round.objects.only("id", "name", "state").get(pk=current.round_id)
+    return _reopen_refusal(round) or "Reopen it to change it (it then counts as not submitted until you submit again)."
+
+
+def annotation_reopen(*, annotation: Annotation, by, base_revision: int) -> Annotation:
+    """Make my submitted annotation a draft again, so that it can be changed: recorded in its history
+    (action "reopen") and counted as not submitted until it is submitted again. Reopening a draft
+    changes nothing. Refused once the annotation's round is in review or closed."""
+    _ensure_author(annotation=annotation, by=by)
+    with transaction.atomic():
+        current = _lock(annotation)
+        if current.state != Annotation.State.SUBMITTED:
+            _ensure_round_editable(annotation=current)
+            return current
+        if current.round_id is not None:
+            refusal = _reopen_refusal(Round.objects.only("id", "name", "state").get(pk=current.round_id))
+            if refusal:
+                raise AnnotationLocked(refusal)
+        before = annotation_snapshot(annotation=current)
+        if current.revision != base_revision:
+            raise AnnotationConflict(
+                f"This annotation changed since revision {base_revision} (now at revision {current.revision}); "
+                "reload it before reopening.",
+                current=before,
+            )
+        current.state = Annotation.State.DRAFT
+        current.submitted_at = None
+        current.revision += 1
+        current.save(update_fields=["state", "submitted_at", "revision", "updated_at"])
+        after = {**before, "revision": current.revision, "state": current.state}
+        AnnotationEvent.objects.create(
+            annotation=current,
+            by=by,
+            action=AnnotationEvent.Action.REOPEN,
             revision=current.revision,
             before=before,
             after=after,

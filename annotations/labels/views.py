@@ -174,6 +174,8 @@ def workspace(request, slug, pk):
         if a.taxonomy_version_id == version.pk
     ]
     query = f"?round={round.pk}" if round else ""
+    round_locked = bool(round and round.state in ("draft", "closed"))
+    submitted_here = snapshot["state"] == "submitted"
     api = reverse("api-my-annotation", kwargs={"slug": slug, "pk": trace.pk})
     next_url = reverse("annotations:queue_next") + f"?after={trace.pk}" + (f"&round={round.pk}" if round else "")
     config = {
@@ -193,7 +195,10 @@ def workspace(request, slug, pk):
             "openCode": MAX_OPEN_CODE,
             "openCodes": MAX_OPEN_CODES,
         },
-        "locked": bool(round and round.state in ("draft", "closed")),
+        # Read only: a draft or closed round, or labels I submitted (until I reopen them).
+        "locked": round_locked or submitted_here,
+        "submitted": submitted_here,
+        "reopenUrl": reverse("api-my-annotation-reopen", kwargs={"slug": slug, "pk": trace.pk}) + query,
     }
     context = {
         "project": project,
@@ -205,6 +210,9 @@ def workspace(request, slug, pk):
         "config": config,
         "snapshot": snapshot,
         "has_suggestions": any(o["suggestion"] for o in others),
+        "round_locked": round_locked,
+        # A submitted annotation is reopened by its author while the round (if any) is open.
+        "reopenable": submitted_here and not (round and round.state != "open"),
         # Says that peers' labels exist only where the blind rule would show them anyway.
         "held_back": held_back and not (round and round.state in ("draft", "open")),
         **trace_viewer_context(trace=trace),

@@ -15,7 +15,6 @@ A record is the MAST-Data shape plus our own block::
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import zipfile
@@ -27,6 +26,8 @@ from typing import Any
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from traces.csv_cells import csv_writer
 
 MAST_FIELDS = ["mas_name", "llm_name", "benchmark_name", "trace_id"]
 CSV_FIXED = ["trace_id", "mas_name", "llm_name", "benchmark_name", "content_hash", "final_source", "studio_trace_id"]
@@ -120,7 +121,8 @@ class _TextSink:
 
 
 class CsvWriter:
-    """One row per trace, one column per mode (1, 0 or empty when unknown)."""
+    """One row per trace, one column per mode (1, 0 or empty when unknown). Text a spreadsheet would
+    run as a formula is neutralised (``traces.csv_cells``); JSONL and Parquet keep it as written."""
 
     kind = "csv"
     label = "CSV"
@@ -129,7 +131,7 @@ class CsvWriter:
         self.path = Path(path)
         self.codes = list(codes)
         self.out = _HashingFile(self.path)
-        self.writer = csv.writer(_TextSink(self.out), lineterminator="\n")
+        self.writer = csv_writer(_TextSink(self.out), lineterminator="\n")
         self.writer.writerow(CSV_FIXED + [f"FM-{c}" for c in self.codes] + CSV_ATTRIBUTION)
         self.rows = 0
 
@@ -409,7 +411,10 @@ def render_card(manifest: dict[str, Any]) -> str:
         "pseudonymised, and imported label sets), `judge` (the LLM judges and the offline baseline), "
         "`evidence` and `rationales`. `trace_id` is always the trace's id in its source (empty when the source "
         "gave none); `studio_trace_id` is this project's database id. The CSV has one row per trace and one "
-        "column per mode.",
+        "column per mode. In the CSV only, a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage "
+        "return gets a single quote (`'`) in front, so that a spreadsheet shows it as text instead of running it "
+        "as a formula (OWASP's advice on CSV injection); numbers are left as they are. JSONL and Parquet keep "
+        "every text exactly as it was written.",
         "",
         "## Failure modes",
         "",

@@ -128,7 +128,7 @@ export function createSaver({ apiUrl, submitUrl, storageKey, csrf, revision, sta
             again = true;
           }
           onSaved();
-        } else if (r.status === 409) {
+        } else if (r.status === 409 && data.current) {
           enterConflict(data);
         } else {
           report("error", `Not saved: ${data.detail || r.status}`);

@@ -380,6 +380,7 @@ function attachEvidence() {
 }
 
 function detachEvidence() {
+  if (locked) return;
   const ev = currentPick();
   const lab = content.labels[CODES[current]];
   if (!ev || !lab) return;
@@ -395,6 +396,7 @@ function showEvidence(ev) {
 }
 
 function acceptSuggestion(code, s) {
+  if (locked) return;
   const lab = label(code);
   lab.decision = s.decision;
   if (!lab.rationale && s.rationale) lab.rationale = s.rationale.slice(0, cfg.limits.rationale);
@@ -414,12 +416,14 @@ function toggleDefinition() {
 }
 
 function cycleTask() {
+  if (locked) return;
   const order = ["yes", "no", "unknown"];
   content.task_success = order[(order.indexOf(content.task_success) + 1) % order.length];
   changed();
 }
 
 function addOpenCode(raw) {
+  if (locked) return;
   const name = raw.split(/\s+/).filter(Boolean).join(" ");
   if (!name) return;
   if (name.length > cfg.limits.openCode) {
@@ -434,6 +438,24 @@ function addOpenCode(raw) {
     content.open_codes.push(name);
     changed();
   }
+}
+
+// A submitted annotation is read only until its author reopens it (the server refuses changes to it
+// too); reopening makes it a draft again, and the page is loaded afresh to edit it.
+async function reopen() {
+  const r = await fetch(cfg.reopenUrl, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf },
+    body: JSON.stringify({ revision: saver.revision }),
+  }).catch(() => null);
+  if (!r) {
+    showBanner("Not reopened: no connection. Try again when it is back.", [], "danger");
+    return;
+  }
+  const data = await r.json().catch(() => ({ detail: r.statusText }));
+  if (r.ok) window.location.reload();
+  else showBanner(`Not reopened: ${data.detail || r.statusText}`, [], "danger");
 }
 
 async function submitAndNext() {
@@ -575,7 +597,14 @@ document.addEventListener("keydown", (e) => {
 (function start() {
   if (locked) {
     for (const b of root.querySelectorAll(".ws-panel button, .ws-panel textarea, .ws-panel input")) b.disabled = true;
+    // Reading stays possible: help, and the way out of a submitted state.
+    for (const id of ["ws-help-btn", "ws-reopen"]) {
+      const b = document.getElementById(id);
+      if (b) b.disabled = false;
+    }
   }
+  const reopenBtn = document.getElementById("ws-reopen");
+  if (reopenBtn) reopenBtn.addEventListener("click", reopen);
   render();
   moveTo(0, { scroll: false });
   const draft = saver.takeDraft();

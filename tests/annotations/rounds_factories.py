@@ -81,9 +81,13 @@ def make_open_round(project, *, manager, annotators, traces, name="Round A", rev
     return round_open(round=rnd, by=manager)
 
 
-def make_review_round(project, *, manager, annotators, traces, disagree_on=(), name="Round A", reveal_in_review=True):
+def make_review_round(
+    project, *, manager, annotators, traces, disagree_on=(), name="Round A", reveal_in_review=True, drafts=()
+):
     """Open round labelled by everyone: all say 1.1 present except on ``disagree_on`` traces,
-    where the first annotator alone also says 1.3 present. Then review starts."""
+    where the first annotator alone also says 1.3 present. Then review starts. ``drafts``: (user,
+    trace) pairs saved but not submitted (review then starts anyway); a submitted annotation cannot
+    change in review, a draft still can."""
     rnd = make_open_round(
         project, manager=manager, annotators=annotators, traces=traces, name=name, reveal_in_review=reveal_in_review
     )
@@ -91,6 +95,12 @@ def make_review_round(project, *, manager, annotators, traces, disagree_on=(), n
         for t in traces:
             present = {"1.1"} | ({"1.3"} if (k == 0 and t in disagree_on) else set())
             label_via_workspace(
-                round=rnd, user=user, trace=t, present=present, rationale=f"{user.username} saw it", evidence_step=1
+                round=rnd,
+                user=user,
+                trace=t,
+                present=present,
+                rationale=f"{user.username} saw it",
+                evidence_step=1,
+                submit=(user, t) not in drafts,
             )
-    return round_start_review(round=rnd, by=manager)
+    return round_start_review(round=rnd, by=manager, force=bool(drafts))

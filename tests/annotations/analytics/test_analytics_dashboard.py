@@ -61,6 +61,17 @@ def test_share_of_failures_chart_data_as_csv(client, project, viewer, data):
     assert float(rows["3.3"]["share_of_traces"]) == pytest.approx(0.5)
 
 
+def test_a_framework_named_like_a_formula_downloads_as_inert_text(client, project, viewer, mast_version):
+    traces = [make_trace(project, mas_name='=HYPERLINK("http://x","y")', n_steps=5) for _ in range(2)]
+    closed_round(project, mast_version, {t: {"1.3"} for t in traces})
+    client.force_login(viewer)
+    resp = client.get(url(project, format="csv", chart="frameworks_rate"))
+    rows = list(csv.reader(io.StringIO(resp.content.decode())))
+    cells = [cell for row in rows[1:] for cell in row]
+    assert '\'=HYPERLINK("http://x","y")' in cells
+    assert not any(cell.startswith("=") for cell in cells)
+
+
 def test_chart_svg_download_is_valid_xml_with_escaped_names(client, project, viewer, data):
     client.force_login(viewer)
     resp = client.get(url(project, format="svg", chart="frameworks_rate"))

@@ -11,7 +11,9 @@ from annotations.labels.services import (
     AnnotationForbidden,
     AnnotationInvalid,
     AnnotationLocked,
+    AnnotationSubmittedReadOnly,
     annotation_get_or_create,
+    annotation_reopen,
     annotation_save,
     annotation_submit,
     rater_for_user,
@@ -233,7 +235,7 @@ def test_saving_after_the_round_closed_is_refused(project, trace, annotator):
     assert db_state() == before
 
 
-def test_submitted_annotation_stays_editable_while_round_in_review(project, trace, annotator):
+def test_a_submitted_annotation_cannot_be_changed_or_reopened_in_review(project, trace, annotator):
     rnd = make_round(project, traces=[trace], annotators=[annotator])
     ann = annotation_get_or_create(trace=trace, user=annotator, taxonomy_version=project.taxonomy_version, round=rnd)
     save(ann, annotator, 0, all_labels(project.taxonomy_version))
@@ -242,7 +244,12 @@ def test_submitted_annotation_stays_editable_while_round_in_review(project, trac
     rnd.save()
     labels = all_labels(project.taxonomy_version)
     labels[0]["decision"] = "present"
-    assert save(ann, annotator, 2, labels).state == "submitted"
+    before = db_state()
+    with pytest.raises(AnnotationSubmittedReadOnly, match="is in review: submitted labels can no longer be reopened"):
+        save(ann, annotator, 2, labels)
+    with pytest.raises(AnnotationLocked, match="is in review"):
+        annotation_reopen(annotation=ann, by=annotator, base_revision=2)
+    assert db_state() == before
 
 
 # ------------------------------------------------------------------ submit
@@ -275,14 +282,37 @@ def test_submit_on_a_stale_revision_is_a_conflict(ann, annotator):
         annotation_submit(annotation=ann, by=annotator, base_revision=0)
 
 
-def test_making_a_submitted_annotation_incomplete_reopens_it_as_draft(ann, annotator):
+def test_a_submitted_annotation_is_read_only_until_reopened(ann, annotator):
     labels = all_labels(ann.taxonomy_version)
     save(ann, annotator, 0, labels)
     annotation_submit(annotation=ann, by=annotator, base_revision=1)
-    labels[0]["decision"] = "unsure"
-    reopened = save(ann, annotator, 2, labels)
-    assert (reopened.state, reopened.submitted_at) == ("draft", None)
-    assert AnnotationEvent.objects.filter(annotation=ann).latest("revision").action == "reopen"
+    labels[0]["rationale"] = "typed by accident"
+    before = db_state()
+    with pytest.raises(AnnotationSubmittedReadOnly, match="submitted, so it is read-only.*Reopen it"):
+        save(ann, annotator, 2, labels)
+    assert db_state() == before
+    reopened = annotation_reopen(annotation=ann, by=annotator, base_revision=2)
+    assert (reopened.state, reopened.submitted_at, reopened.revision) == ("draft", None, 3)
+    assert save(ann, annotator, 3, labels).state == "draft"
+    annotation_submit(annotation=ann, by=annotator, base_revision=4)
+    actions = AnnotationEvent.objects.filter(annotation=ann).order_by("revision").values_list("action", flat=True)
+    assert list(actions) == ["save", "submit", "reopen", "save", "submit"]
+
+
+def test_the_same_state_sent_again_to_a_submitted_annotation_changes_nothing(ann, annotator):
+    labels = all_labels(ann.taxonomy_version)
+    save(ann, annotator, 0, labels)
+    annotation_submit(annotation=ann, by=annotator, base_revision=1)
+    before = db_state()
+    assert save(ann, annotator, 1, labels).state == "submitted"  # a retried autosave: harmless
+    assert db_state() == before
+
+
+def test_reopening_a_draft_changes_nothing(ann, annotator):
+    save(ann, annotator, 0, [one("1.1")])
+    before = db_state()
+    assert annotation_reopen(annotation=ann, by=annotator, base_revision=1).revision == 1
+    assert db_state() == before
 
 
 def test_snapshot_lists_labels_in_mode_order(ann, annotator):

@@ -35,6 +35,13 @@ def token_client(user):
     return c
 
 
+def session_client(user):
+    """A client signed in with a session cookie, as the labelling screen's saves arrive."""
+    c = APIClient()
+    c.force_login(user)
+    return c
+
+
 def state(revision, labels, **kw):
     return {"revision": revision, "labels": labels, "task_success": "no", "notes": "", "open_codes": [], **kw}
 
@@ -78,16 +85,65 @@ def test_the_history_event_holds_the_state_before_and_after(trace, annotator):
     assert event.after == {**annotation_snapshot(annotation=Annotation.objects.get()), "attribution": None}
 
 
-def test_an_incomplete_save_over_a_submitted_annotation_reopens_it(project, trace, annotator):
-    c = client_for(annotator)
+@pytest.mark.parametrize("how", ["session", "token"])
+@pytest.mark.parametrize("in_round", [False, True], ids=["outside-rounds", "in-a-round"])
+def test_a_save_that_changes_a_submitted_annotation_is_refused_on_every_path(project, trace, annotator, how, in_round):
+    rnd = make_round(project, traces=[trace], annotators=[annotator]) if in_round else None
+    q = f"?round={rnd.pk}" if rnd else ""
+    c = session_client(annotator) if how == "session" else token_client(annotator)
     codes = [m.code for m in project.taxonomy_version.modes.all()]
-    c.put(url(trace), state(0, [lab(code, "absent") for code in codes]), format="json")
-    c.post(url(trace, "submit/"), {"revision": 1}, format="json")
-    r = c.put(url(trace), state(2, [lab(code, "absent") for code in codes[1:]]), format="json")
-    assert (r.json()["state"], r.json()["revision"], r.json()["submitted_at"]) == ("draft", 3, None)
+    full = [lab(code, "absent") for code in codes]
+    assert c.put(url(trace) + q, state(0, full), format="json").status_code == 200
+    assert c.post(url(trace, "submit/") + q, {"revision": 1}, format="json").status_code == 200
+    stored = (stored_labels(Annotation.objects.get().pk), AnnotationEvent.objects.count())
+    for change in (
+        state(2, [lab(codes[0], "absent", rationale="stray keystrokes"), *full[1:]]),  # the rationale
+        state(2, full, task_success="yes"),  # "task succeeded" flipped
+        state(2, full[1:]),  # incomplete: no longer reopens it silently
+    ):
+        r = c.put(url(trace) + q, change, format="json")
+        assert r.status_code == 409, r.content
+        assert "submitted, so it is read-only" in r.json()["detail"] and "Reopen" in r.json()["detail"]
     ann = Annotation.objects.get()
-    assert (ann.state, ann.submitted_at) == ("draft", None)
-    assert AnnotationEvent.objects.get(revision=3).action == "reopen"
+    assert (ann.state, ann.revision, ann.task_success) == ("submitted", 2, "no")
+    assert (stored_labels(ann.pk), AnnotationEvent.objects.count()) == stored
+    # the same state again (a retried autosave) is still harmless
+    assert c.put(url(trace) + q, state(2, full), format="json").status_code == 200
+
+
+def test_reopen_makes_it_editable_records_it_and_counts_it_as_not_submitted(project, trace, annotator):
+    from annotations.rounds.selectors import round_progress
+
+    rnd = make_round(project, traces=[trace], annotators=[annotator])
+    q = f"?round={rnd.pk}"
+    c = client_for(annotator)
+    full = [lab(m.code, "absent") for m in project.taxonomy_version.modes.all()]
+    c.put(url(trace) + q, state(0, full), format="json")
+    c.post(url(trace, "submit/") + q, {"revision": 1}, format="json")
+    assert round_progress(round=rnd).submitted == 1
+    r = c.post(url(trace, "reopen/") + q, {"revision": 2}, format="json")
+    assert (r.status_code, r.json()["state"], r.json()["revision"], r.json()["submitted_at"]) == (200, "draft", 3, None)
+    assert round_progress(round=rnd).submitted == 0
+    assert c.put(url(trace) + q, state(3, full, task_success="yes"), format="json").status_code == 200
+    assert c.post(url(trace, "submit/") + q, {"revision": 4}, format="json").json()["state"] == "submitted"
+    assert round_progress(round=rnd).submitted == 1
+    history = c.get(url(trace, "history/") + q).json()
+    events = history["results"] if isinstance(history, dict) else history
+    assert [e["action"] for e in events] == ["save", "submit", "reopen", "save", "submit"]
+
+
+def test_reopen_is_refused_once_the_round_is_in_review(project, trace, annotator):
+    rnd = make_round(project, traces=[trace], annotators=[annotator])
+    q = f"?round={rnd.pk}"
+    c = client_for(annotator)
+    full = [lab(m.code, "absent") for m in project.taxonomy_version.modes.all()]
+    c.put(url(trace) + q, state(0, full), format="json")
+    c.post(url(trace, "submit/") + q, {"revision": 1}, format="json")
+    rnd.state = "review"
+    rnd.save()
+    r = c.post(url(trace, "reopen/") + q, {"revision": 2}, format="json")
+    assert r.status_code == 403 and "is in review" in r.json()["detail"]
+    assert Annotation.objects.get().state == "submitted"
 
 
 def test_an_identical_repeat_changes_nothing_even_on_a_stale_revision(trace, annotator):

@@ -1,10 +1,12 @@
 """The labelling page's plain-SQL reads give what the ORM gives, and the page still escapes trace text."""
 
+import json
+
 import pytest
 from django.urls import reverse
 
 from annotations.labels.page_sql import page_mine, page_target
-from annotations.labels.services import annotation_get_or_create, annotation_save
+from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
 from tests.annotations.workspace_factories import all_labels, make_round, make_trace
 from traces.models import Project, Step, Trace
 
@@ -106,3 +108,27 @@ def test_page_open_codes_are_open_code_list_for_annotators_and_managers(project,
         "shared",
         "alpha",
     ]
+
+
+@pytest.mark.parametrize(
+    ("round_state", "reopenable"), [(None, True), ("open", True), ("review", False), ("closed", False)]
+)
+def test_a_submitted_annotation_shows_read_only_and_reopen_only_while_allowed(
+    client, project, annotator, round_state, reopenable
+):
+    trace = make_trace(project, title="submitted")
+    rnd = make_round(project, traces=[trace], annotators=[annotator]) if round_state else None
+    ann = annotation_get_or_create(trace=trace, user=annotator, taxonomy_version=project.taxonomy_version, round=rnd)
+    ann = annotation_save(annotation=ann, by=annotator, base_revision=0, labels=all_labels(project.taxonomy_version))
+    annotation_submit(annotation=ann, by=annotator, base_revision=ann.revision)
+    if rnd is not None:
+        rnd.state = round_state
+        rnd.save()
+    client.force_login(annotator)
+    url = reverse("annotations:workspace", args=[project.slug, trace.pk]) + (f"?round={rnd.pk}" if rnd else "")
+    page = client.get(url).content.decode()
+    config = json.loads(page.split('<script id="ws-config" type="application/json">')[1].split("</script>")[0])
+    assert config["locked"] is True
+    assert ('id="ws-reopen"' in page) is reopenable
+    if round_state == "review":
+        assert "is in review: submitted labels can no longer be reopened or changed" in page

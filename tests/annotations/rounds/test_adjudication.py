@@ -198,10 +198,19 @@ def test_the_next_round_uses_and_publishes_the_revised_version(
     assert draft.is_published and nxt.taxonomy_version_id == draft.pk
 
 
-def test_a_label_corrected_in_review_reopens_its_unanimous_unit(review_round, manager, annotator2, traces):
+def test_a_label_submitted_in_review_reopens_its_unanimous_unit(project, manager, annotator, annotator2, traces):
     from tests.annotations.rounds_factories import label_via_workspace
 
-    # ann2 now also sees 1.2 on the second trace: that unit is no longer unanimous.
+    # Review starts with ann2's second trace still a draft (a submitted one could not change in review).
+    review_round = make_review_round(
+        project,
+        manager=manager,
+        annotators=[annotator, annotator2],
+        traces=traces,
+        disagree_on=traces[:1],
+        drafts=[(annotator2, traces[1])],
+    )
+    # ann2 now submits it seeing 1.2 too: that unit is no longer unanimous.
     label_via_workspace(round=review_round, user=annotator2, trace=traces[1], present={"1.1", "1.2"})
     assert round_open_disagreement_count(round=review_round) == 2
     assert (traces[1].pk, "1.2") in {

@@ -135,10 +135,19 @@ def test_the_report_freshness_check_reads_no_mode_label(review_round, django_ass
     assert not [q for q in ctx.captured_queries if "annotations_modelabel" in q["sql"]]
 
 
-def test_the_stored_report_follows_a_label_save_in_review(review_round, annotator):
-    rnd, traces = review_round
+def test_the_stored_report_follows_a_label_submitted_in_review(project, manager, annotator, annotator2):
+    # A submitted annotation is read-only in review; a draft left when review started may still be submitted.
+    traces = make_traces(project, 3)
+    rnd = make_review_round(
+        project,
+        manager=manager,
+        annotators=[annotator, annotator2],
+        traces=traces,
+        disagree_on=traces[:1],
+        drafts=[(annotator2, traces[1])],
+    )
     before = agreement_report_get(round=rnd)
-    label_via_workspace(round=rnd, user=annotator, trace=traces[0], present={"1.1"})
+    label_via_workspace(round=rnd, user=annotator2, trace=traces[1], present={"1.1", "1.2"})
     after = agreement_report_get(round=rnd)
     assert after.fingerprint != before.fingerprint
     assert after.data != before.data

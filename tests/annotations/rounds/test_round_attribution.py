@@ -166,6 +166,39 @@ def test_agent_is_taken_from_the_decisive_step_and_a_missing_step_is_refused(pro
     assert "step 9 does not exist" in exc.value.errors[0]["message"]
 
 
+def _span_trace(project):
+    """agent invocation (Planner) -> tool call (no agent) -> tool output (no agent); a lone tool output."""
+    from traces.models import Step
+
+    trace = make_trace(project, n_steps=4, agents=AGENTS)
+    Step.objects.filter(trace=trace, index__in=[1, 2, 3]).update(agent="")
+    Step.objects.filter(trace=trace, index=1).update(kind="tool_call", parent_index=0)
+    Step.objects.filter(trace=trace, index=2).update(kind="tool_output", parent_index=1)
+    Step.objects.filter(trace=trace, index=3).update(kind="tool_output", parent_index=None)
+    return trace
+
+
+def test_a_tool_output_without_agent_takes_the_agent_that_called_the_tool(project, annotator):
+    trace = _span_trace(project)
+    ann = annotation_get_or_create(trace=trace, user=annotator, taxonomy_version=project.taxonomy_version)
+    ann = annotation_save(annotation=ann, by=annotator, base_revision=0, labels=[], attribution={"step": 2})
+    assert ann.snapshot["attribution"]["agent"] == "Planner"
+    assert ann.attribution.agent == "Planner"
+
+
+def test_a_tool_output_with_no_agent_up_its_tree_is_refused_until_an_agent_is_named(project, annotator):
+    trace = _span_trace(project)
+    ann = annotation_get_or_create(trace=trace, user=annotator, taxonomy_version=project.taxonomy_version)
+    with pytest.raises(AnnotationInvalid) as exc:
+        annotation_save(annotation=ann, by=annotator, base_revision=0, labels=[], attribution={"step": 3})
+    assert exc.value.errors[0]["field"] == "attribution.agent"
+    assert "step 3 names no agent" in exc.value.errors[0]["message"]
+    ann = annotation_save(
+        annotation=ann, by=annotator, base_revision=0, labels=[], attribution={"step": 3, "agent": "Coder"}
+    )
+    assert ann.snapshot["attribution"]["agent"] == "Coder"
+
+
 @pytest.mark.parametrize("n", [2, 5])
 def test_disagreements_page_with_attribution_cards_has_a_fixed_query_count(
     project, manager, django_assert_num_queries, n
