@@ -25,7 +25,6 @@ Every judge measured on every version (decisions):
 
 from __future__ import annotations
 
-import csv
 import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from annotations.rounds.agreed import agreed_labels_on_version
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
+from traces.csv_cells import csv_writer
 from traces.models import Project
 
 N_BOOT = 1000
@@ -356,7 +356,7 @@ def comparison_csv(result: dict) -> str:
     """One row per version, rater and mode (and a pooled row per rater and version), values rounded
     as on the page; a rater that cannot be compared on a version gets one row saying why."""
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = csv_writer(buf)
     w.writerow(
         ["taxonomy_version", "rater", "rater_labelled", "mode", "n_traces", "tp", "fp", "fn", "tn", "reliable_95_ci"]
         + [f"{s}{suffix}" for s in STATS for suffix in ("", "_low", "_high")]

@@ -26,7 +26,6 @@ Decisions:
 
 from __future__ import annotations
 
-import csv
 import io
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +43,7 @@ from annotations.models import AgreementReport, JudgeItem, JudgeRun, Round
 from annotations.rounds.selectors import HUMANS, round_access
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
+from traces.csv_cells import csv_writer
 from traces.models import Project
 
 SELF = "self"
@@ -364,7 +364,7 @@ def _trio(s: Stat | None) -> list[str]:
 def reliability_csv(result: dict[str, Any]) -> str:
     """One row per mode and a pooled row, values rounded as on the page."""
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = csv_writer(buf)
     e, lt = result["earlier"], result["later"]
     w.writerow(
         [
