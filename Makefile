@@ -27,6 +27,7 @@ lint: install
 
 check-deploy: install
 	DEBUG=false SECRET_KEY=$$(head -c 48 /dev/urandom | base64 | tr -d '/+=') ALLOWED_HOSTS=mast.example.org \
+	  DATABASE_URL=$${DATABASE_URL:-postgres://check-only@localhost/none} \
 	  $(BIN)/python manage.py check --deploy --fail-level WARNING
 
 bench: install

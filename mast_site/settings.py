@@ -103,7 +103,8 @@ DATABASES = {"default": env.db("DATABASE_URL")}
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise environ.ImproperlyConfigured(
         f"DATABASE_URL must be a PostgreSQL URL (postgres://...), not {DATABASES['default']['ENGINE']}: "
-        "the site runs on PostgreSQL only (triggers keep some of its tables)."
+        "the site runs on PostgreSQL only (triggers keep some of its tables). A var/demo.env from an older "
+        "SQLite demo is rewritten by the next `make demo`."
     )
 # A Unix socket's directory given as a percent-encoded host (the embedded server's URL, as libpq reads it).
 DATABASES["default"]["HOST"] = unquote(DATABASES["default"]["HOST"])
