@@ -5,7 +5,7 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN mkdir -p /var/lib/mast && SECRET_KEY=build-only python manage.py collectstatic --noinput >/dev/null
+RUN mkdir -p /var/lib/mast && SECRET_KEY=build-only DATABASE_URL=postgres://build-only@localhost/none python manage.py collectstatic --noinput >/dev/null
 RUN useradd --system --home /app mast && chown -R mast /var/lib/mast
 USER mast
 EXPOSE 8000

@@ -1,4 +1,4 @@
-# The two commands: `make demo` (run the site with demo data, no services needed)
+# The two commands: `make demo` (run the site with demo data on an embedded PostgreSQL, no services needed)
 # and `make test` (the whole suite on PostgreSQL, Redis, a Celery worker and Chromium).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -18,20 +18,21 @@ install: $(STAMP)
 demo: install
 	scripts/demo.sh
 
+# ensure_services.sh is sourced: where it starts the embedded PostgreSQL, it exports its URL for the suite.
 test: install
-	scripts/ensure_services.sh
-	scripts/test.sh $(ARGS)
+	bash -c '. scripts/ensure_services.sh && exec scripts/test.sh $(ARGS)'
 
 lint: install
 	$(BIN)/ruff check .
 
 check-deploy: install
 	DEBUG=false SECRET_KEY=$$(head -c 48 /dev/urandom | base64 | tr -d '/+=') ALLOWED_HOSTS=mast.example.org \
+	  DATABASE_URL=$${DATABASE_URL:-postgres://check-only@localhost/none} \
 	  $(BIN)/python manage.py check --deploy --fail-level WARNING
 
 bench: install
-	scripts/ensure_services.sh
-	for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	bash -c '. scripts/ensure_services.sh && for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done'
 
 clean-demo:
-	rm -rf var/mast.sqlite3 var/broker var/media
+	$(BIN)/python scripts/embedded_pg.py stop var/pg 2>/dev/null || true
+	rm -rf var/pg var/broker var/media var/demo.env

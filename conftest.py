@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest_paths import subprocess_database_url
+
 REPO = Path(__file__).resolve().parent
 SHARED = REPO.parent / "shared"
 ARTIFACTS = REPO / "test-artifacts"
@@ -209,11 +211,8 @@ def celery_worker_process(transactional_db, settings):
     Yields a handle with .kill() / .start() for crash tests. Tests using it must use
     transactional_db (the worker is another process and only sees committed rows).
     """
-    from django.db import connection
-
     env = dict(os.environ)
-    db = connection.settings_dict
-    env["DATABASE_URL"] = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env["DATABASE_URL"] = subprocess_database_url()
     env["CELERY_BROKER_URL"] = settings.CELERY_BROKER_URL
     handle = _Worker(env)
     handle.purge()

@@ -1,11 +1,14 @@
 """Settings for the MAST annotation site, read from the environment (django-environ).
 
-With no DATABASE_URL the site uses an embedded SQLite file (var/mast.sqlite3); with no
-CELERY_BROKER_URL, background jobs still run in a real worker process through kombu's
+The database is always PostgreSQL (DATABASE_URL). `make demo` starts an embedded PostgreSQL server
+from a pip-installed wheel in var/pg (mast_site/embedded_pg.py) and writes its URL to var/demo.env,
+which is read here when DATABASE_URL is not set; with neither, the site refuses to start and says
+so. With no CELERY_BROKER_URL, background jobs still run in a real worker process through kombu's
 filesystem transport (var/broker/). Tests, CI and docker-compose use PostgreSQL and Redis.
 """
 
 from pathlib import Path
+from urllib.parse import unquote
 
 import environ
 from csp.constants import NONE, SELF, UNSAFE_INLINE
@@ -90,20 +93,27 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'mast.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The embedded default: wait for locks instead of failing, and take the write lock when a
-    # transaction begins. Without IMMEDIATE, two threads that both read first (a judge run's
-    # result transactions, the worker's threads) deadlock on upgrading to a write and one fails
-    # at once with "database is locked" (tests/annotations/test_judge_sqlite.py).
-    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
-else:
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    # No JIT: PostgreSQL compiles a query when its cost estimate is high, which list queries over
-    # 100,000 traces reach; compiling took longer than running them (bench/bench_large_project.py).
-    if env.bool("PG_JIT", default=False) is False:
-        DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
+if not env.str("DATABASE_URL", default=""):
+    raise environ.ImproperlyConfigured(
+        "DATABASE_URL is not set: point it at a PostgreSQL database (postgres://user:pass@host:5432/mast), "
+        f"or run `make demo`, which starts an embedded PostgreSQL in {VAR_DIR / 'pg'} and writes its URL to "
+        f"{VAR_DIR / 'demo.env'}."
+    )
+DATABASES = {"default": env.db("DATABASE_URL")}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise environ.ImproperlyConfigured(
+        f"DATABASE_URL must be a PostgreSQL URL (postgres://...), not {DATABASES['default']['ENGINE']}: "
+        "the site runs on PostgreSQL only (triggers keep some of its tables). A var/demo.env from an older "
+        "SQLite demo is rewritten by the next `make demo`."
+    )
+# A Unix socket's directory given as a percent-encoded host (the embedded server's URL, as libpq reads it).
+DATABASES["default"]["HOST"] = unquote(DATABASES["default"]["HOST"])
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# No JIT: PostgreSQL compiles a query when its cost estimate is high, which list queries over
+# 100,000 traces reach; compiling took longer than running them (bench/bench_large_project.py).
+if env.bool("PG_JIT", default=False) is False:
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 
 # Login and API limits count in the cache: with several web processes, point CACHE_URL at Redis
 # (e.g. redis://127.0.0.1:6379/1) so they share one count; the default is per process.

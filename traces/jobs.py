@@ -8,12 +8,11 @@ follow these rules; judge runs have their own per-item leases (``annotations.jud
   :class:`JobKind` (``job_kind_register``, from its app's ``ready()``), so this module never
   imports the apps above it.
 * **The lock.** The task that runs a job first takes the job's lock (``job_running``) and holds it
-  until the job has reached done or failed. The lock dies with the worker: on PostgreSQL it is a
+  until the job has reached done or failed. The lock dies with the worker: it is a
   session-level advisory lock ``pg_try_advisory_lock(kind.lock_class, job id)`` on the worker's
   connection, which the server releases the moment that connection drops (the import's own
-  per-project lock is transaction-level with another class id); on SQLite (the one-host demo)
-  it is an ``flock`` on ``MAST_VAR_DIR/locks/<kind>-<id>.lock``, which the kernel releases when
-  the process dies. A delivery that cannot take the lock exits quietly: the job is running in
+  per-project lock is transaction-level with another class id). A delivery that cannot take
+  the lock exits quietly: the job is running in
   another worker, and two copies of one job never run at once.
 * **An attempt.** Holding the lock, the task marks the job running and counts one attempt. A job
   found running by the task itself (its last worker died before any sweep noticed) is cleaned up
@@ -31,13 +30,10 @@ follow these rules; judge runs have their own per-item leases (``annotations.jud
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from celery import shared_task
@@ -102,33 +98,9 @@ def sweep_seconds() -> float:
 # ---------------------------------------------------------------- the lock
 
 
-def _lock_file(kind: JobKind, pk: int) -> Path:
-    folder = Path(settings.VAR_DIR) / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{kind.name}-{pk}.lock"
-
-
-def _try_flock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
-
-
 @contextlib.contextmanager
 def job_lock(*, kind: JobKind, pk: int) -> Iterator[bool]:
     """Hold the job's liveness lock for the with-block; yields False if another worker holds it."""
-    if connection.vendor != "postgresql":
-        fd = _try_flock(_lock_file(kind, pk))
-        try:
-            yield fd is not None
-        finally:
-            if fd is not None:
-                os.close(fd)  # closing the only descriptor releases the flock
-        return
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [kind.lock_class, pk % _INT4])
         held = bool(cursor.fetchone()[0])
@@ -153,14 +125,6 @@ def job_lock(*, kind: JobKind, pk: int) -> Iterator[bool]:
 
 def job_lock_held(*, kind: JobKind, pk: int) -> bool:
     """Whether some worker (this process included) holds the job's lock right now."""
-    if connection.vendor != "postgresql":
-        # flock cannot be asked without taking it: take and drop it at once. A task starting in that
-        # instant exits as a duplicate; the job then stays queued and the next sweep sends it again.
-        fd = _try_flock(_lock_file(kind, pk))
-        if fd is None:
-            return True
-        os.close(fd)
-        return False
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"

@@ -4,7 +4,7 @@ Hot read paths (the labelling page, token authentication) read their rows in one
 statement: compiling the ORM's queries cost the web process more CPU than the database spent
 answering them. ``model_select`` lists a model's columns for such a statement and
 ``model_from_row`` turns the values back into an instance with the ORM's own converters (JSON
-parsed; SQLite's datetimes, decimals and booleans typed), so the instance is what ``.get()`` gives.
+parsed), so the instance is what ``.get()`` gives.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def model_width(model: type[Model], exclude: tuple[str, ...] = ()) -> int:
 
 
 @cache
-def _converters(model: type[Model], exclude: tuple[str, ...], vendor: str) -> list[tuple[str, object, list]]:
+def _converters(model: type[Model], exclude: tuple[str, ...]) -> list[tuple[str, object, list]]:
     out = []
     for f in _fields(model, exclude):
         col = f.get_col(model._meta.db_table)
@@ -41,7 +41,7 @@ def _converters(model: type[Model], exclude: tuple[str, ...], vendor: str) -> li
 def model_from_row(model: type[Model], values, exclude: tuple[str, ...] = ()) -> Model:
     """The instance of the values ``model_select(model, ..., exclude)`` selected; ``exclude`` deferred."""
     names, converted = [], []
-    for (attname, col, converters), value in zip(_converters(model, exclude, connection.vendor), values, strict=True):
+    for (attname, col, converters), value in zip(_converters(model, exclude), values, strict=True):
         for converter in converters:
             value = converter(value, col, connection)
         names.append(attname)

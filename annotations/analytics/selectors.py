@@ -148,7 +148,7 @@ def project_trace_values(*, project: Project, facts: dict | None = None) -> dict
     cached = cache.get(key)
     if cached is not None:
         return cached
-    rows = _distinct_facets(project_id=project.pk) if connection.vendor == "postgresql" else None
+    rows = _distinct_facets(project_id=project.pk)
     if rows is None:
         rows = (
             Trace.objects.filter(project=project)
@@ -255,31 +255,29 @@ def trace_columns(qs: QuerySet, fields: dict[str, type | str]) -> dict[str, np.n
     row's position in them): ~7 ms a column at 100,000 rows, where a unicode array and
     ``np.unique`` cost ~28.
 
-    PostgreSQL: one row holding each column as one string (``string_agg``, values split on
-    ``SEP``): at 100,000 traces 80 ms in the database and ~30 ms here, against ~380 ms for
-    ``array_agg`` (its text arrays) or ~200 ms + 170 ms of CPU for 100,000 row tuples. A value
-    that holds ``SEP`` itself makes its column split into more parts than there are rows; that
-    is detected and the rows are read the ordinary way instead. NULL numbers become NaN.
-    Elsewhere (SQLite): the rows, transposed."""
-    if connection.vendor == "postgresql":
-        sums = {}
-        for f, kind in fields.items():
-            text = Cast(f, TextField()) if kind in (int, float) else F(f)
-            sums[f"c_{f}"] = StringAgg(Coalesce(text, Value("NaN" if kind is float else "")), delimiter=SEP)
-        agg = qs.order_by().aggregate(n=Count("id"), **sums)
-        arrays = {}
-        for f, kind in fields.items():
-            text = agg[f"c_{f}"] if agg["n"] else ""
-            parts = text.split(SEP) if agg["n"] and kind in (str, CODED) else []
-            if kind is str:
-                arrays[f] = np.array(parts, dtype=str)
-            elif kind == CODED:
-                arrays[f] = _coded(parts)
-            else:  # parsed in C; a short result (a value it cannot read) falls back below
-                arrays[f] = np.fromstring(text, dtype=np.int64 if kind is int else float, sep=SEP)
-        if all(len(v[1] if isinstance(v, tuple) else v) == agg["n"] for v in arrays.values()):
-            order = np.argsort(arrays["id"], kind="stable")  # aggregates of one query see one row order
-            return {f: (a[0], a[1][order]) if isinstance(a, tuple) else a[order] for f, a in arrays.items()}
+    One row holding each column as one string (``string_agg``, values split on ``SEP``): at
+    100,000 traces 80 ms in the database and ~30 ms here, against ~380 ms for ``array_agg`` (its
+    text arrays) or ~200 ms + 170 ms of CPU for 100,000 row tuples. A value that holds ``SEP``
+    itself makes its column split into more parts than there are rows; that is detected and the
+    rows are read the ordinary way instead (transposed). NULL numbers become NaN."""
+    sums = {}
+    for f, kind in fields.items():
+        text = Cast(f, TextField()) if kind in (int, float) else F(f)
+        sums[f"c_{f}"] = StringAgg(Coalesce(text, Value("NaN" if kind is float else "")), delimiter=SEP)
+    agg = qs.order_by().aggregate(n=Count("id"), **sums)
+    arrays = {}
+    for f, kind in fields.items():
+        text = agg[f"c_{f}"] if agg["n"] else ""
+        parts = text.split(SEP) if agg["n"] and kind in (str, CODED) else []
+        if kind is str:
+            arrays[f] = np.array(parts, dtype=str)
+        elif kind == CODED:
+            arrays[f] = _coded(parts)
+        else:  # parsed in C; a short result (a value it cannot read) falls back below
+            arrays[f] = np.fromstring(text, dtype=np.int64 if kind is int else float, sep=SEP)
+    if all(len(v[1] if isinstance(v, tuple) else v) == agg["n"] for v in arrays.values()):
+        order = np.argsort(arrays["id"], kind="stable")  # aggregates of one query see one row order
+        return {f: (a[0], a[1][order]) if isinstance(a, tuple) else a[order] for f, a in arrays.items()}
     rows = list(qs.order_by("id").values_list(*fields))
     out: dict[str, np.ndarray | tuple] = {}
     for i, (f, kind) in enumerate(fields.items()):
@@ -440,7 +438,7 @@ def label_matrix(
             .values_list("annotation__trace_id", "annotation_id", "annotation__taxonomy_version_id", "p", "k", "at")
         )
         layouts = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
-        masks = _annotation_mask_arrays(per_annotation, layouts) if connection.vendor == "postgresql" else None
+        masks = _annotation_mask_arrays(per_annotation, layouts)
         if masks is None:
             # the latest annotation wins per mode, as the latest closed round does for agreed labels
             rows = [r[:5] for r in sorted(per_annotation, key=lambda r: (r[5], r[1]))]

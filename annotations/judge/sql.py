@@ -1,4 +1,4 @@
-"""The judge's per-trace statements in plain SQL (PostgreSQL and SQLite).
+"""The judge's per-trace statements in plain SQL (PostgreSQL).
 
 Every trace of a judge run goes through the same handful of statements, in one Celery worker
 process with many threads. With the ORM, compiling them cost the worker more CPU than the
@@ -7,8 +7,8 @@ database spent answering them, and the worker's CPU is what bounds a run's throu
 upsert live in ``annotations.labels.bulk``, the one writer of non-human labels. The rest of the
 judge keeps the ORM.
 
-Row locks (``FOR UPDATE``, ``SKIP LOCKED``) are added where the database has them; SQLite has a
-single writer, so it needs none. Values are passed as parameters, adapted the way the ORM would.
+Rows are locked with ``FOR UPDATE`` (``SKIP LOCKED`` where workers share out items). Values are
+passed as parameters, adapted the way the ORM would.
 """
 
 from __future__ import annotations
@@ -50,23 +50,18 @@ STEPS_OF_ITEM = (
 def load_item(item_id: int) -> dict | None:
     """The item's state and claim, its trace's content hash and steps, and its run's live fields.
 
-    On PostgreSQL the item and its steps come in one round trip (two statements in one query)."""
+    The item and its steps come in one round trip (two statements in one query)."""
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"{LOAD_ITEM}; {STEPS_OF_ITEM}", [item_id, item_id])
-            row = cursor.fetchone()
-            cursor.cursor.nextset()
-            step_rows = cursor.fetchall()
-        else:
-            cursor.execute(LOAD_ITEM, [item_id])
-            row = cursor.fetchone()
-            step_rows = None
+        cursor.execute(f"{LOAD_ITEM}; {STEPS_OF_ITEM}", [item_id, item_id])
+        row = cursor.fetchone()
+        cursor.cursor.nextset()
+        step_rows = cursor.fetchall()
     if row is None:
         return None
     steps = trace_steps(row[3], rows=step_rows)
     state, claim, run_id, trace_id, content_hash, run_state, json_mode, tokens_in, tokens_out, cost = row[:10]
     dropped, key_encrypted, key_env, conn_url = row[10:]
-    if isinstance(dropped, str):  # SQLite returns JSON as text
+    if isinstance(dropped, str):  # Django has psycopg give JSON as text
         dropped = json.loads(dropped)
     return {
         "steps": steps,

@@ -201,7 +201,7 @@ def _frozen_run(run_id: int) -> JudgeRun | None:
     fresh every time) is written by judge_run_create and never changed: provider settings, prompt,
     few-shot examples, budget, rater. Loading it once per process instead of once per trace is
     the largest CPU saving of the judge's hot path (bench/bench_judge.py). Run ids are never
-    reused (PostgreSQL sequences, SQLite AUTOINCREMENT), so an entry cannot go stale."""
+    reused (PostgreSQL sequences), so an entry cannot go stale."""
     with _frozen_runs_lock:
         run = _frozen_runs.get(run_id)
         if run is not None:

@@ -73,17 +73,12 @@ def labels_bulk_write(
         for code, decision in e.labels.items()
         if decision is not None and code in mode_ids
     ]
-    if connection.vendor == "postgresql":
-        # COPY: a MAST-Data file brings ~18k labels, and building that many model instances cost
-        # the importer more CPU than the database spent storing them (bench/bench_import.py)
-        sql = f"COPY {ModeLabel._meta.db_table} (annotation_id, mode_id, decision, evidence, rationale) FROM STDIN"
-        with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
-            for row in rows:
-                copy.write_row((*row, "[]", ""))
-    else:
-        ModeLabel.objects.bulk_create(
-            [ModeLabel(annotation_id=a, mode_id=m, decision=d) for a, m, d in rows], batch_size=5000
-        )
+    # COPY: a MAST-Data file brings ~18k labels, and building that many model instances cost
+    # the importer more CPU than the database spent storing them (bench/bench_import.py)
+    sql = f"COPY {ModeLabel._meta.db_table} (annotation_id, mode_id, decision, evidence, rationale) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for row in rows:
+            copy.write_row((*row, "[]", ""))
     return annotations, len(rows)
 
 
@@ -91,11 +86,7 @@ def labels_bulk_write(
 
 
 def sql_for_update(*, skip_locked: bool = False) -> str:
-    if not connection.features.has_select_for_update:
-        return ""
-    if skip_locked and connection.features.has_select_for_update_skip_locked:
-        return " FOR UPDATE SKIP LOCKED"
-    return " FOR UPDATE"
+    return " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
 
 
 def sql_fetchone(sql: str, params: list) -> tuple | None:
@@ -149,7 +140,7 @@ def sql_insert(
     adds on top (model instances, signals, auto_now) is the caller's business: these tables have
     none that matter here. Returns the new ids with ``returning_id``. ``upsert=(unique fields,
     fields to overwrite)``: a row that collides on the unique fields updates those fields instead
-    (``ON CONFLICT ... DO UPDATE``, PostgreSQL and SQLite)."""
+    (``ON CONFLICT ... DO UPDATE``)."""
     if not rows:
         return []
     sql, params = sql_insert_statement(
@@ -185,23 +176,19 @@ def sql_update(model, pk: int, values: dict, *, increments: dict | None = None) 
 
 
 def sql_execute_batch(statements: Sequence[Statement], *, rows_of: int | None = None) -> list[tuple]:
-    """Run statements in order, in ONE round trip on PostgreSQL; the rows of statement ``rows_of``.
+    """Run statements in order, in ONE round trip; the rows of statement ``rows_of``.
 
     PostgreSQL takes several statements in one query with client-side parameters (psycopg's
     simple query protocol, Django's default cursor); they run in the caller's transaction, and
-    the first that fails raises and stops the rest. Elsewhere (SQLite) they run one by one."""
+    the first that fails raises and stops the rest."""
     conn = connections[DEFAULT_DB_ALIAS]
     statements = [s for s in statements if s is not None]
     if not statements:
         return []
     with conn.cursor() as cursor:
-        if conn.vendor != "postgresql" or len(statements) == 1:
-            rows: list[tuple] = []
-            for k, (sql, params) in enumerate(statements):
-                cursor.execute(sql, params)
-                if k == rows_of:
-                    rows = cursor.fetchall()
-            return rows
+        if len(statements) == 1:
+            cursor.execute(*statements[0])
+            return cursor.fetchall() if rows_of == 0 else []
         cursor.execute("; ".join(sql for sql, _ in statements), [p for _, params in statements for p in params])
         if rows_of is None:
             return []
@@ -306,26 +293,8 @@ def machine_annotation_write(
         sql_update(Annotation, ann_id, values, increments={"revision": 1})
     if not labels:
         return ann_id, created
-    if conn.vendor == "postgresql":
-        rows = [
-            {"mode_id": m, "decision": d, "evidence": e, "rationale": r, "confidence": c} for m, d, e, r, c in labels
-        ]
-        statement: Statement = (_LABELS_FROM_JSON, [ann_id, json.dumps(rows)])
-    else:
-        statement = sql_insert_statement(
-            ModeLabel,
-            [
-                {
-                    "annotation_id": ann_id,
-                    "mode_id": mode_id,
-                    "decision": decision,
-                    "evidence": evidence,
-                    "rationale": rationale,
-                    "confidence": confidence,
-                }
-                for mode_id, decision, evidence, rationale, confidence in labels
-            ],
-        )
+    rows = [{"mode_id": m, "decision": d, "evidence": e, "rationale": r, "confidence": c} for m, d, e, r, c in labels]
+    statement: Statement = (_LABELS_FROM_JSON, [ann_id, json.dumps(rows)])
     if defer is not None:
         defer.append(statement)
     else:

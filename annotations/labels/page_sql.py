@@ -1,4 +1,4 @@
-"""The labelling page's reads in plain SQL (PostgreSQL and SQLite).
+"""The labelling page's reads in plain SQL (PostgreSQL).
 
 Every trace an annotator opens is one GET of this page. With the ORM, building and compiling its
 dozen queries cost the web process more than PostgreSQL spent answering them (bench/bench_pages.py),

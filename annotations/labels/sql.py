@@ -1,9 +1,9 @@
-"""An autosave's statements in plain SQL (PostgreSQL and SQLite).
+"""An autosave's statements in plain SQL (PostgreSQL).
 
 Every few seconds of labelling the screen saves the whole state, so a save is the product's most
 frequent write. With the ORM, building and compiling its dozen statements cost the web process
 more CPU than PostgreSQL spent answering them (bench/bench_saves.py). Here the hot path is a few
-fixed statements in two round trips on PostgreSQL: read and lock the annotation with everything
+fixed statements in two round trips: read and lock the annotation with everything
 its checks need and read its labels and open codes (two statements, one query); then write only
 the labels that changed (one upsert, one delete), the row and the history event (one query).
 Rules stay in ``annotations.labels.services``; this module only reads and writes rows.
@@ -56,7 +56,7 @@ PROJECT, VERSION, MEMBERSHIP, TRACE, STEP = (
 
 
 def _json(value: Any) -> Any:
-    """A JSON column's value: SQLite and Django's psycopg give text (orjson reads it ~3x faster than
+    """A JSON column's value: Django's psycopg gives text (orjson reads it ~3x faster than
     the json module; what it refuses, such as integers beyond 64 bits, goes to the json module)."""
     if not isinstance(value, str):
         return value
@@ -156,7 +156,7 @@ def annotation_lock(
     """My annotation of the trace (None when there is none yet), ``SELECT ... FOR UPDATE`` on its row
     (a page view that only reads it passes ``for_update=False``). With ``with_rows``, its labels and
     open codes come too (``LockedAnnotation.rows``, as ``annotation_labels_and_codes`` gives them),
-    in the same round trip on PostgreSQL: two statements in one query, the second finding the
+    in the same round trip: two statements in one query, the second finding the
     annotation by the same keys."""
     round_where = "a.round_id = %s" if round_id is not None else "a.round_id IS NULL"
     where = f"a.trace_id = %s AND ra.user_id = %s AND a.taxonomy_version_id = %s AND {round_where}"
@@ -174,7 +174,7 @@ def annotation_lock(
     )
     params: list = [trace_id, user_id, version_id] + ([round_id] if round_id is not None else [])
     rows = None
-    if with_rows and connection.vendor == "postgresql":
+    if with_rows:
         mine = f"SELECT a.id FROM {ANN} a JOIN {RATER} ra ON ra.id = a.rater_id WHERE {where}"  # noqa: S608
         with connection.cursor() as cursor:
             cursor.execute(f"{sql}; {_LABELS_AND_CODES.format(ids=mine)}", params * 3)
@@ -187,10 +187,6 @@ def annotation_lock(
         return None
     pk, state, task_success, notes, revision, submitted_at, rater_id, kind, name, rd_name, rd_state = row[:11]
     in_round, is_annotator, attr_id, step, no_single, agent, modes, reason, errors = row[11:]
-    if with_rows and rows is None:  # SQLite: a second statement
-        rows = annotation_labels_and_codes(annotation_id=pk)
-    if isinstance(submitted_at, str):  # SQLite
-        submitted_at = Annotation._meta.get_field("submitted_at").to_python(submitted_at)
     annotation = Annotation(
         id=pk,
         trace_id=trace_id,

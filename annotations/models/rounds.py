@@ -184,8 +184,8 @@ class AgreedMask(models.Model):
     Bit i of each mask is the i-th mode of the round's taxonomy version **in id order**
     (``agreed_mask_layout``), not display order, so editing a mode's code, order or category
     leaves the bits alone. ``known``: the modes decided; ``present``/``unanimous``/``majority``:
-    those decided present / with that basis. SQLite has no triggers for it: readers there fold
-    the adjudications from scratch (``agreed_masks_maintained``)."""
+    those decided present / with that basis. The tests check it against the adjudications folded
+    from scratch (``agreed_label_masks``, tests/annotations/rounds/test_agreed_masks.py)."""
 
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="+")
     trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="+")

@@ -18,8 +18,8 @@ Readers differ in shape, not in meaning, so the differences are parameters:
   with later rounds overriding earlier ones per mode; for 10,000-trace dashboards and releases.
   ``bases=True`` also keeps each label's basis (and "mapped" where the code came from the mapping).
 * ``agreed_mask_arrays`` + ``agreed_fold_arrays``: the same fold for the dashboard, vectorised:
-  the per-(round, trace) masks come from ``AgreedMask`` rows (kept by triggers, PostgreSQL) or
-  from ``agreed_label_masks`` (elsewhere), and the mapping runs per version over numpy arrays
+  the per-(round, trace) masks come from ``AgreedMask`` rows (kept by triggers, migration 0012),
+  and the mapping runs per version over numpy arrays
   (``VersionMapper.map_masks``): same labels, same per-version counts as ``agreed_fold``.
 * ``agreed_labels_on_version``: the agreed labels of the project (or of one round) carried onto
   one target version (default: the project's working version), with the mapping's per-version
@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.postgres.aggregates import StringAgg
-from django.db import connection
 from django.db.models import BigIntegerField, Case, Q, QuerySet, Sum, TextField, Value, When
 from django.db.models.functions import Cast
 
@@ -248,11 +247,6 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
 # ------------------------------------------------------------------ the same fold over arrays
 
 
-def agreed_masks_maintained() -> bool:
-    """Whether ``AgreedMask`` rows are kept by triggers here (PostgreSQL; migration 0012)."""
-    return connection.vendor == "postgresql"
-
-
 def agreed_mask_layout(*, version_ids: Iterable[int]) -> dict[int, list[str]]:
     """version id -> its mode codes in id order: bit i of an ``AgreedMask`` mask is the i-th."""
     from taxonomy.models import FailureMode
@@ -288,21 +282,12 @@ def agreed_mask_arrays(
 ) -> MaskArrays:
     """The per-(round, trace) masks of the project's closed rounds (optionally of traces in the
     ``trace_ids`` subquery), earliest closed round first (the order ``agreed_label_masks`` gives).
-    From ``AgreedMask`` where triggers keep it, else folded from the adjudications in SQL."""
+    From ``AgreedMask`` rows, which triggers keep (migration 0012)."""
     rounds = Round.objects.filter(project=project, state=Round.State.CLOSED).values_list(
         "pk", "taxonomy_version_id", "closed_at"
     )
     ordered = sorted(rounds, key=lambda r: (r[2] is None, r[2], r[0]))
     versions = {vid for _pk, vid, _at in ordered} | set(extra_versions)
-    if not agreed_masks_maintained():
-        from taxonomy.selectors import versions_mode_codes
-
-        modes = versions_mode_codes(version_ids=versions)
-        adjudications = agreed_adjudications(project=project)
-        if trace_ids is not None:
-            adjudications = adjudications.filter(trace_id__in=trace_ids)
-        layouts = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
-        return MaskArrays.from_rows(agreed_label_masks(adjudications=adjudications, modes=modes), layouts)
     layouts = agreed_mask_layout(version_ids=versions)
     if not ordered:
         empty = np.zeros(0, dtype=np.int64)

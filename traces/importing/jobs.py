@@ -7,10 +7,8 @@ puts the final figures on the ImportJob row.
 Progress: the import holds one transaction on the default connection, so progress rows written
 through it would stay invisible until the end. The job writes its progress to a small JSON file
 beside the uploads (MEDIA_ROOT/imports/<id>.progress.json, replaced atomically); pages and the
-API read it while the job runs (``import_job_progress``). This works the same on PostgreSQL and
-on the SQLite demo (where a second writer connection would block on the import's write lock)
-and needs no extra service: the worker and the web process already share MEDIA_ROOT for the
-uploaded files.
+API read it while the job runs (``import_job_progress``). This needs no extra service: the worker
+and the web process already share MEDIA_ROOT for the uploaded files.
 
 A killed worker (traces/jobs.py has the rules): the job runs under its liveness lock, so a
 duplicate delivery exits and the sweep sees a dead attempt. The import's transaction rolled back

@@ -173,9 +173,8 @@ def _import_sources(
     refused: list[str] = []
     report(force=True)
     with transaction.atomic(), contextlib.ExitStack() as stack:
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x4D415354, project.pk])
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x4D415354, project.pk])
         known = KnownTraces(project)
         writer = TraceWriter(batch, hooks)
         stack.callback(writer.close)  # before the transaction ends, whatever happens

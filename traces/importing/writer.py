@@ -1,10 +1,10 @@
 """Writing an import's new traces and their steps, in batches, inside the import's transaction.
 
-On PostgreSQL, trace ids are reserved from the sequence and the Trace and Step rows go in with
-``COPY`` in batches (a few MB each), so the 200 MB MAST-Data file never sits in memory. The COPY
-data is sent by psycopg's queued writer thread, so the server works while the next rows are
-parsed. Elsewhere (the SQLite demo) the ORM's ``bulk_create`` does it. After each batch is
-written, every hook's ``on_trace`` is called for its traces (see ``traces.importing.hooks``).
+Trace ids are reserved from the sequence and the Trace and Step rows go in with ``COPY`` in
+batches (a few MB each), so the 200 MB MAST-Data file never sits in memory. The COPY data is
+sent by psycopg's queued writer thread, so the server works while the next rows are parsed.
+After each batch is written, every hook's ``on_trace`` is called for its traces (see
+``traces.importing.hooks``).
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ class _Pending:
 
 
 class TraceWriter:
-    """Buffers new traces and flushes them in batches (COPY on PostgreSQL, bulk_create elsewhere).
+    """Buffers new traces and flushes them in batches (COPY).
 
-    On PostgreSQL a batch is written by one background thread on the import's own connection
+    A batch is written by one background thread on the import's own connection
     (same session, same transaction) while the caller parses the next batch: the server stores
     one batch while Python reads the next, instead of each waiting for the other. Hooks see a
     batch's traces once its write has finished, on the caller's thread. ``finish()`` writes the
@@ -83,7 +83,6 @@ class TraceWriter:
         self.pending: list[_Pending] = []
         self.pending_bytes = 0
         self.trace_ids: list[int] = []
-        self.postgres = connection.vendor == "postgresql"
         self.checks_immediate = False
         self.now = timezone.now()
         self._executor: ThreadPoolExecutor | None = None
@@ -99,13 +98,10 @@ class TraceWriter:
             self.flush()
 
     def flush(self) -> None:
-        """Start writing the buffered traces (PostgreSQL: in the background)."""
+        """Start writing the buffered traces (in the background)."""
         if not self.pending:
             return
         pending, self.pending, self.pending_bytes = self.pending, [], 0
-        if not self.postgres:
-            self._written(pending, self._write_orm(pending))
-            return
         if self._executor is None:
             connection.ensure_connection()
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="import-copy")
@@ -199,27 +195,6 @@ class TraceWriter:
                         )
                         write(row + _tree_values(st) if tree else row)
         return ids
-
-    def _write_orm(self, pending: list[_Pending]) -> list[int]:
-        traces = [Trace(**p.row) for p in pending]
-        Trace.objects.bulk_create(traces)
-        steps = [
-            Step(
-                trace_id=t.pk,
-                index=st.index,
-                agent=st.agent[:200],
-                kind=st.kind,
-                content=st.content,
-                line_start=st.line_start,
-                line_end=st.line_end,
-                details=st.details,
-                **dict(zip(_TREE_COLUMNS, _tree_values(st), strict=True)),
-            )
-            for t, p in zip(traces, pending, strict=True)
-            for st in p.parsed.steps
-        ]
-        Step.objects.bulk_create(steps, batch_size=500)
-        return [t.pk for t in traces]
 
 
 def _has_tree(parsed: ParsedTrace) -> bool:

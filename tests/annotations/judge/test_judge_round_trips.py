@@ -6,7 +6,6 @@ per trace bound a run's throughput (bench/bench_judge.py), so the count is pinne
 """
 
 import pytest
-from django.db import connection
 
 from annotations.judge.dispatch import INLINE
 from annotations.judge.providers.base import TransientError
@@ -39,8 +38,6 @@ def test_a_labelled_trace_costs_five_statements_on_postgresql(
     annotation (1), then its labels, the item's result, the cache row, the successor's claim and
     the run's counters (1). Was 12 with one statement each. (In a test the result transaction is a
     savepoint inside the test's: its SAVEPOINT and RELEASE are two more queries.)"""
-    if connection.vendor != "postgresql":
-        pytest.skip("the batched statements are PostgreSQL's; SQLite runs them one by one")
     make_judge_traces(project, 3)
     run = new_run(project, manager, llm_server)
     judge_run_start(run_id=run.pk, dispatcher=INLINE)

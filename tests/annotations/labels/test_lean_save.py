@@ -7,7 +7,6 @@ path is held to the behaviour of the ORM path it replaced, and the query counts 
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from annotations.labels.selectors import annotation_snapshot
@@ -15,10 +14,7 @@ from annotations.models import Annotation, AnnotationEvent, ModeLabel, RoundAnno
 from tests.annotations.workspace_factories import client_for, make_round, make_trace, url
 
 pytestmark = pytest.mark.django_db
-# The pinned counts are PostgreSQL's: there several statements go in one round trip (SQLite runs them one by one).
-on_postgresql = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="statements are batched in one query on PostgreSQL only"
-)
+# The pinned counts count round trips: several statements go in one query.
 
 
 @pytest.fixture
@@ -236,7 +232,6 @@ def test_a_string_revision_is_read_as_drf_reads_it(trace, annotator):
     assert (r.status_code, r.json()["revision"]) == (200, 2)
 
 
-@on_postgresql
 def test_a_changed_save_costs_five_queries(trace, annotator, django_assert_num_queries):
     c = token_client(annotator)
     labels = [lab("1.1", evidence=[{"step": 2}], rationale="a")]
@@ -257,7 +252,6 @@ def test_a_changed_save_costs_five_queries(trace, annotator, django_assert_num_q
     assert list(AnnotationEvent.objects.values_list("revision", flat=True).order_by("revision")) == [1, 2]
 
 
-@on_postgresql
 def test_an_identical_repeat_costs_four_queries_and_writes_nothing(trace, annotator, django_assert_num_queries):
     c = token_client(annotator)
     labels = [lab("1.1", evidence=[{"step": 2}], rationale="a")]
@@ -297,7 +291,6 @@ def test_a_token_save_is_refused_as_before_for_bad_tokens_strangers_and_missing_
     assert Annotation.objects.get().revision == 1
 
 
-@on_postgresql
 def test_changed_open_codes_are_written_with_the_save_in_one_round_trip(
     project, trace, annotator, django_assert_num_queries
 ):

@@ -50,15 +50,11 @@ def test_command_fails_with_the_error_and_stores_nothing(project, demo_data, tmp
 
 @pytest.mark.django_db(transaction=True)
 def test_command_exit_code_is_non_zero_on_failure(project, tmp_path):
-    from django.db import connection
+    from tests.conftest_paths import subprocess_database_url
 
     bad = tmp_path / "empty.log"
     bad.write_bytes(b"")
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-    }
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url()}
     proc = subprocess.run(
         [sys.executable, "manage.py", "import_traces", str(bad), "--project", project.slug, "--skip-checks"],
         cwd=REPO,

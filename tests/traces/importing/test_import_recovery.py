@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection, connections
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -150,15 +150,6 @@ def test_a_run_counts_its_attempt_and_frees_the_lock(make_job):
     job = import_job_run(job_id=job.pk)
 
     assert (job.status, job.attempts) == ("done", 1)
-    assert not job_lock_held(kind=IMPORT_JOBS, pk=job.pk)
-
-
-def test_the_file_lock_of_the_sqlite_demo_is_held_until_released(make_job, monkeypatch):
-    job = make_job()
-    monkeypatch.setattr(connection, "vendor", "sqlite")
-
-    with job_lock(kind=IMPORT_JOBS, pk=job.pk) as first, job_lock(kind=IMPORT_JOBS, pk=job.pk) as second:
-        assert (first, second, job_lock_held(kind=IMPORT_JOBS, pk=job.pk)) == (True, False, True)
     assert not job_lock_held(kind=IMPORT_JOBS, pk=job.pk)
 
 

@@ -16,8 +16,6 @@ LZ4_COLUMNS = [
 
 
 def _postgres_with_lz4() -> bool:
-    if connection.vendor != "postgresql":
-        return False
     with connection.cursor() as cursor:
         cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
         row = cursor.fetchone()
