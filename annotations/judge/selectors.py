@@ -4,7 +4,8 @@ Quality compares a judge rater's labels with the humans' agreed labels (the cons
 rounds, ``agreed_labels``) on the traces both have, per mode and pooled over all (trace, mode)
 units, in the layout of the MAST paper's Table 2: accuracy, precision, recall, F1, Cohen's kappa.
 Labels are read through ``annotations_visible_to``: a manager who annotates an open round does not
-see the judge's labels of that round's traces here either.
+see the judge's labels of that round's traces here either. Traces whose reference labels the
+judge saw (few-shot examples) are left out (``excluded.scored_trace_exclusions``) and counted.
 
 The last reads are what a run works on: a version's modes, a trace's steps and text.
 """
@@ -19,6 +20,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotations.judge import prompting
+from annotations.judge.excluded import cross_fit_note, scored_trace_exclusions
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
 from annotations.rounds.agreed import agreed_labels
@@ -175,9 +177,12 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     version = run.taxonomy_version
     modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
     codes = [m.code for m in modes]
+    excluded, excluded_why = scored_trace_exclusions(run)
+    left_out = excluded & set(run.trace_ids)
     agreed: dict[tuple[int, str], int] = {}
     for a in agreed_labels(project=project, taxonomy_version=version, trace_ids=run.trace_ids):
-        agreed[(a.trace_id, a.mode_code)] = int(a.decision == "present")
+        if a.trace_id not in excluded:
+            agreed[(a.trace_id, a.mode_code)] = int(a.decision == "present")
     result: dict[str, Any] = {
         "run": run.pk,
         "rater": run.rater.name if run.rater else None,
@@ -188,6 +193,9 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
         "overall": None,
         "disagreements": [],
         "in_sample": False,
+        "n_excluded_traces": len(left_out),
+        "excluded_reason": excluded_why if left_out else "",
+        "cross_fitted": cross_fit_note(run),
     }
     if run.rater is None:
         return result
@@ -222,7 +230,15 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     result["modes"] = [{"code": c, "name": names[c], **binary_scores(per_mode[c])} for c in codes]
     result["overall"] = binary_scores([p for c in codes for p in per_mode[c]])
     result["n_compared_traces"] = len({t for (t, c) in agreed if (t, c) in judge})
-    if run.provider == JudgeRun.Provider.BASELINE and run.baseline_info.get("trained_on", "").startswith("agreed"):
+    info = run.baseline_info or {}
+    if (
+        run.provider == JudgeRun.Provider.BASELINE
+        and info.get("trained_on", "").startswith("agreed")
+        and not info.get("scores")
+        and int(info.get("n_train") or 0) > len(info.get("training_trace_ids") or [])
+    ):
+        # a baseline from before cross-fitting whose training traces are not all recorded: some
+        # of the compared traces may be in-sample
         result["in_sample"] = True
     titles = dict(run.project.traces.filter(pk__in=list(by_trace)).values_list("pk", "title"))
     ranked = sorted(by_trace.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:worst]
