@@ -46,7 +46,9 @@ class TrainingData:
 
     ``labels``: traces x modes, 1 present / 0 absent / NaN unlabelled or undecided. From agreed
     labels: ``mapping`` is ``agreed_labels_on_version``'s per-source-version summary, ``n_mapped``
-    how many training labels came from another version's code through a mapping, ``unknown`` per
+    how many labels of other versions' rounds it carried onto the version (its "mapped" counts),
+    ``n_recoded`` how many training labels ended under another code than they were given (a
+    rename, a split's decided half), ``unknown`` per
     target mode how many training traces a label reached that the mapping could not decide (left
     NaN: not trained on, never guessed)."""
 
@@ -56,10 +58,16 @@ class TrainingData:
     codes: list[str]
     mapping: list[dict] = field(default_factory=list)
     n_mapped: int = 0
+    n_recoded: int = 0
     unknown: dict[str, int] = field(default_factory=dict)
 
     def info(self) -> dict[str, Any]:
-        return {"mapping": self.mapping, "n_mapped": self.n_mapped, "unknown": self.unknown}
+        return {
+            "mapping": self.mapping,
+            "n_mapped": self.n_mapped,
+            "n_recoded": self.n_recoded,
+            "unknown": self.unknown,
+        }
 
 
 def baseline_training_data(*, project: Project, version: TaxonomyVersion, source: str = "auto") -> TrainingData:
@@ -83,7 +91,8 @@ def baseline_training_data(*, project: Project, version: TaxonomyVersion, source
         for tid in ids:
             for code in agreed.unknown.get(tid, ()):
                 unknown[code] = unknown.get(code, 0) + 1
-        n_mapped = sum(1 for t in ids for b in agreed.basis.get(t, {}).values() if b == "mapped")
+        n_mapped = sum(row["mapped"] for row in agreed.mapping if not row["is_target"])
+        n_recoded = sum(1 for t in ids for b in agreed.basis.get(t, {}).values() if b == "mapped")
         return TrainingData(
             f"agreed labels of {project.slug}",
             ids,
@@ -91,6 +100,7 @@ def baseline_training_data(*, project: Project, version: TaxonomyVersion, source
             codes,
             mapping=agreed.mapping,
             n_mapped=n_mapped,
+            n_recoded=n_recoded,
             unknown=dict(sorted(unknown.items())),
         )
 
