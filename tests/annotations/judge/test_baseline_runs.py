@@ -76,6 +76,12 @@ def test_a_trace_outside_the_training_set_is_answered_by_the_model_fitted_on_all
     run = baseline(project, manager)
     item = JudgeItem.objects.get(run=run, trace=outside)
     assert item.parsed["in_training_set"] is False and "cross_fitted" not in item.parsed
+    ids = sorted(t.pk for t in traces)
+    texts = trace_texts([*ids, outside.pk])
+    codes = [m["code"] for m in run.baseline_info["modes"]]
+    y = np.array([[float(c == "1.1" and k % 2 == 0) for c in codes] for k in range(len(ids))])
+    full = baseline_model.train([texts[t] for t in ids], y, codes).predict_proba([texts[outside.pk]])
+    assert [m["probability"] for m in item.parsed["modes"]] == [round(float(p), 4) for p in full[0]]
     assert JudgeItem.objects.get(run=run, trace=traces[0]).parsed["in_training_set"] is True
 
 
