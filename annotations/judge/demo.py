@@ -98,6 +98,8 @@ def _scripted_llm(ctx) -> None:
                 model="demo-reasoner",
                 concurrency=4,
                 timeout=10,
+                # the project's prompt with few-shot examples: those traces are left out of its scores
+                few_shot=provider == "openai",
                 start=False,
             )
             judge_run_drive_inline(run_id=run.pk, threads=1)

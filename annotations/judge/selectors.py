@@ -1,8 +1,9 @@
 """Reads for the LLM judge: runs, their progress, prompt versions, and the judge's quality.
 
 Quality compares a judge rater's labels with the humans' agreed labels (the consensus of closed
-rounds, ``agreed_labels``) on the traces both have, per mode and pooled over all (trace, mode)
-units, in the layout of the MAST paper's Table 2: accuracy, precision, recall, F1, Cohen's kappa.
+rounds, carried onto the run's version through the mappings: ``agreed_labels_on_version``) on
+the traces both have, per mode and pooled over all (trace, mode) units, in the layout of the MAST
+paper's Table 2: accuracy, precision, recall, F1, Cohen's kappa.
 Labels are read through ``annotations_visible_to``: a manager who annotates an open round does not
 see the judge's labels of that round's traces here either. Traces whose reference labels the
 judge saw (few-shot examples) are left out (``excluded.scored_trace_exclusions``) and counted.
@@ -23,7 +24,7 @@ from annotations.judge import prompting
 from annotations.judge.excluded import cross_fit_note, scored_trace_exclusions
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
-from annotations.rounds.agreed import agreed_labels
+from annotations.rounds.agreed import agreed_labels_on_version
 from annotations.rounds.agreement import cohen_kappa
 from taxonomy.models import FailureMode
 from traces.models import Project, Step, Trace
@@ -180,9 +181,13 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     excluded, excluded_why = scored_trace_exclusions(run)
     left_out = excluded & set(run.trace_ids)
     agreed: dict[tuple[int, str], int] = {}
-    for a in agreed_labels(project=project, taxonomy_version=version, trace_ids=run.trace_ids):
-        if a.trace_id not in excluded:
-            agreed[(a.trace_id, a.mode_code)] = int(a.decision == "present")
+    # the agreed labels of every closed round carried onto the run's version (a value the mapping
+    # cannot decide is not compared)
+    on_version = agreed_labels_on_version(project=project, target=version, trace_ids=run.trace_ids)
+    for tid, values in on_version.labels.items():
+        if tid not in excluded:
+            for code, v in values.items():
+                agreed[(tid, code)] = v
     result: dict[str, Any] = {
         "run": run.pk,
         "rater": run.rater.name if run.rater else None,

@@ -202,7 +202,8 @@ class CrossFit:
     seed: int
     proba: np.ndarray  # training traces x modes: p(present) from the model of the other folds
     fold: np.ndarray  # training trace -> its fold, 0 .. k - 1
-    # per mode: the folds whose training part had a classifier-free mode (all one value, or no label)
+    # per mode with both values among its labels: the folds whose training part had only one (or
+    # none), so that fold's traces got the part's prior instead of a classifier's answer
     constant_folds: dict[str, int]
 
     def report(self) -> dict[str, Any]:
@@ -237,6 +238,12 @@ def cross_fit(
         proba[held] = part.predict_proba([clipped[i] for i in held])
         for code, clf in classifiers.items():
             constant[code] += clf is None
+    for j, code in enumerate(codes):
+        known = labels[~np.isnan(labels[:, j]), j]
+        if len(set(known.tolist())) < 2:
+            # constant (or unlabelled) over all training traces: every fold is, as is the full
+            # model, which the mode report already says; a note here would repeat it
+            constant[code] = 0
     return CrossFit(k=n_folds, seed=seed, proba=proba, fold=fold, constant_folds=constant)
 
 
