@@ -176,7 +176,14 @@ def baseline_run_execute(
         texts = trace_texts(data.trace_ids)
         train_texts = [texts[t] for t in data.trace_ids]
         model = baseline_model.train(train_texts, data.labels, data.codes)
-        crossed = baseline_model.cross_fit(train_texts, data.labels, data.codes, seed=CROSS_FIT_SEED)
+        # each fold touches the run, so the sweep does not take a long cross-fit for a dead worker
+        crossed = baseline_model.cross_fit(
+            train_texts,
+            data.labels,
+            data.codes,
+            seed=CROSS_FIT_SEED,
+            on_fold=lambda _f: JudgeRun.objects.filter(pk=run.pk).update(updated_at=timezone.now()),
+        )
     except (ValidationError, ValueError) as exc:
         msg = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
         # A resume would train on the same labels and fail the same way: the run says so (no Resume).

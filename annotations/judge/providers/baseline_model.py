@@ -25,7 +25,7 @@ gathers the labels, trains, and writes every trace's answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -219,9 +219,17 @@ class CrossFit:
 
 
 def cross_fit(
-    texts: Sequence[str], labels: np.ndarray, codes: Sequence[str], *, k: int = K_FOLDS, seed: int = 0
+    texts: Sequence[str],
+    labels: np.ndarray,
+    codes: Sequence[str],
+    *,
+    k: int = K_FOLDS,
+    seed: int = 0,
+    on_fold: Callable[[int], None] | None = None,
 ) -> CrossFit:
-    """Predict every training trace with a model (vectorizer and classifiers) fitted without its fold."""
+    """Predict every training trace with a model (vectorizer and classifiers) fitted without its fold.
+
+    ``on_fold(f)`` is called after each fold (a long run's heartbeat)."""
     labels = _check(texts, labels, codes)
     clipped = [clip_text(t) for t in texts]
     fold = folds(len(texts), k=k, seed=seed)
@@ -238,6 +246,8 @@ def cross_fit(
         proba[held] = part.predict_proba([clipped[i] for i in held])
         for code, clf in classifiers.items():
             constant[code] += clf is None
+        if on_fold is not None:
+            on_fold(f)
     for j, code in enumerate(codes):
         known = labels[~np.isnan(labels[:, j]), j]
         if len(set(known.tolist())) < 2:
