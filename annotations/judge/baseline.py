@@ -1,9 +1,13 @@
 """The baseline run (writes): train the offline classifier on the project's labels, label every trace.
 
 A baseline run is one task (``judge_run_start``), not one per trace: it gathers training labels
-(``baseline_training_data``: the agreed labels of closed rounds when there are enough, else the
-labels of a rater), fits the pure model (``providers/baseline_model.py``) and writes each pending
-item's answer in batches, under the run's row lock. Idempotent: done items are skipped, so a
+(``baseline_training_data``: every agreed label of closed rounds carried onto the run's version
+through the mappings, ``agreed_labels_on_version``, when there are enough, else the labels of a
+rater), fits the pure model (``providers/baseline_model.py``) and writes each pending item's
+answer in batches, under the run's row lock. The answer for a training trace is cross-fitted
+(``baseline_model.cross_fit``: predicted by the model of the other folds, which never saw it), so
+every score read from the run's labels (judge quality, Compare judges, corrected shares) is
+honest; other traces get the model fitted on all training traces. Idempotent: done items are skipped, so a
 restarted task (the sweep restarts a run silent for ``dispatch.BASELINE_STALE``) finishes the rest.
 """
 
@@ -12,6 +16,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
@@ -25,19 +31,48 @@ from annotations.judge.selectors import trace_texts
 from annotations.judge.worker import rater_for
 from annotations.labels.bulk import machine_annotation_upsert
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, Rater
+from annotations.rounds.agreed import agreed_labels_on_version
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.models import Project
 
 BASELINE_MIN_TRACES = 10
+CROSS_FIT_SEED = 0
 
 
-def baseline_training_data(
-    *, project: Project, version: TaxonomyVersion, source: str = "auto"
-) -> tuple[str, list[int], np.ndarray, list[str]]:
-    """(description, trace ids, traces x modes labels, codes) from agreed labels or a rater's labels."""
-    from annotations.rounds.agreed import agreed_labels
+@dataclass
+class TrainingData:
+    """What a baseline trains on (``baseline_training_data``).
 
+    ``labels``: traces x modes, 1 present / 0 absent / NaN unlabelled or undecided. From agreed
+    labels: ``mapping`` is ``agreed_labels_on_version``'s per-source-version summary, ``n_mapped``
+    how many labels of other versions' rounds it carried onto the version (its "mapped" counts),
+    ``n_recoded`` how many training labels ended under another code than they were given (a
+    rename, a split's decided half), ``unknown`` per
+    target mode how many training traces a label reached that the mapping could not decide (left
+    NaN: not trained on, never guessed)."""
+
+    source: str
+    trace_ids: list[int]
+    labels: np.ndarray
+    codes: list[str]
+    mapping: list[dict] = field(default_factory=list)
+    n_mapped: int = 0
+    n_recoded: int = 0
+    unknown: dict[str, int] = field(default_factory=dict)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "mapping": self.mapping,
+            "n_mapped": self.n_mapped,
+            "n_recoded": self.n_recoded,
+            "unknown": self.unknown,
+        }
+
+
+def baseline_training_data(*, project: Project, version: TaxonomyVersion, source: str = "auto") -> TrainingData:
+    """The labels to train on: every agreed label carried onto ``version`` (closed rounds of any
+    version, through the recorded mappings) when there are enough, else a rater's labels."""
     codes = [m.code for m in version_modes(version=version)]
     col = {c: j for j, c in enumerate(codes)}
 
@@ -50,15 +85,37 @@ def baseline_training_data(
                     y[i, col[code]] = v
         return ids, y
 
+    def from_agreed() -> TrainingData:
+        ids, y = matrix(agreed_rows)
+        unknown: dict[str, int] = {}
+        for tid in ids:
+            for code in agreed.unknown.get(tid, ()):
+                unknown[code] = unknown.get(code, 0) + 1
+        n_mapped = sum(row["mapped"] for row in agreed.mapping if not row["is_target"])
+        n_recoded = sum(1 for t in ids for b in agreed.basis.get(t, {}).values() if b == "mapped")
+        return TrainingData(
+            f"agreed labels of {project.slug}",
+            ids,
+            y,
+            codes,
+            mapping=agreed.mapping,
+            n_mapped=n_mapped,
+            n_recoded=n_recoded,
+            unknown=dict(sorted(unknown.items())),
+        )
+
     agreed_rows: dict[int, dict[str, int]] = {}
     if source in ("auto", "agreed"):
-        for a in agreed_labels(project=project, taxonomy_version=version):
-            agreed_rows.setdefault(a.trace_id, {})[a.mode_code] = int(a.decision == "present")
+        agreed = agreed_labels_on_version(project=project, target=version)
+        # a trace whose every label the mapping left undecided has nothing to train on
+        agreed_rows = {t: values for t, values in agreed.labels.items() if values}
         if len(agreed_rows) >= BASELINE_MIN_TRACES or (source == "agreed" and agreed_rows):
-            ids, y = matrix(agreed_rows)
-            return f"agreed labels of {project.slug}", ids, y, codes
+            return from_agreed()
         if source == "agreed":
-            raise ValidationError("The project has no agreed labels (closed rounds) to train the baseline on.")
+            raise ValidationError(
+                f"The project has no agreed labels (closed rounds) on {version.label}, or mapped onto it, "
+                "to train the baseline on."
+            )
     if source.startswith("rater:"):
         rater = Rater.objects.filter(pk=int(source.split(":", 1)[1])).first()
         if rater is None:
@@ -78,11 +135,11 @@ def baseline_training_data(
             .first()
         )
         if agreed_rows and (rater is None or rater.n <= len(agreed_rows)):
-            ids, y = matrix(agreed_rows)
-            return f"agreed labels of {project.slug}", ids, y, codes
+            return from_agreed()
         if rater is None:
             raise ValidationError(
-                "Nothing to train the baseline on: no agreed labels (closed rounds) and no imported rater's labels."
+                f"Nothing to train the baseline on: no agreed labels (closed rounds) on {version.label} or "
+                "mapped onto it, and no imported rater's labels on it."
             )
     rows = {}
     for tid, code, decision in (
@@ -97,7 +154,7 @@ def baseline_training_data(
     ):
         rows.setdefault(tid, {})[code] = int(decision == "present")
     ids, y = matrix(rows)
-    return rater.name, ids, y, codes
+    return TrainingData(rater.name, ids, y, codes)
 
 
 def baseline_run_execute(
@@ -113,15 +170,27 @@ def baseline_run_execute(
         return run
     version = run.taxonomy_version
     try:
-        source, train_ids, y, codes = baseline_training_data(
+        data = baseline_training_data(
             project=run.project, version=version, source=run.selection.get("baseline_source", "auto")
         )
-        texts = trace_texts(train_ids)
-        model = baseline_model.train([texts[t] for t in train_ids], y, codes)
+        texts = trace_texts(data.trace_ids)
+        train_texts = [texts[t] for t in data.trace_ids]
+        model = baseline_model.train(train_texts, data.labels, data.codes)
+        # each fold touches the run, so the sweep does not take a long cross-fit for a dead worker
+        crossed = baseline_model.cross_fit(
+            train_texts,
+            data.labels,
+            data.codes,
+            seed=CROSS_FIT_SEED,
+            on_fold=lambda _f: JudgeRun.objects.filter(pk=run.pk).update(updated_at=timezone.now()),
+        )
     except (ValidationError, ValueError) as exc:
         msg = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+        # A resume would train on the same labels and fail the same way: the run says so (no Resume).
+        JudgeRun.objects.filter(pk=run.pk).update(baseline_info={"training_failed": msg})
         run_stop(run_id=run.pk, message=f"The baseline could not be trained: {msg}")
         return JudgeRun.objects.get(pk=run.pk)
+    source, train_ids, codes = data.source, data.trace_ids, data.codes
     provider = provider_get(run.provider)
     name = provider.rater_name(model=baseline_model.NAME, trained_on=source)
     rater = rater_for(
@@ -129,11 +198,19 @@ def baseline_run_execute(
         name=name,
         description=f"Baseline classifier (not an LLM): {model.report()['classifier']}, trained on {source}.",
     )
-    info = {**model.report(), "trained_on": source, "training_trace_ids": train_ids[:5000]}
+    info = {
+        **model.report(),
+        "trained_on": source,
+        "training_trace_ids": train_ids[:5000],
+        **data.info(),
+        "scores": f"cross-fitted (k-fold, k={crossed.k})",
+        "cross_fit": crossed.report(),
+    }
     JudgeRun.objects.filter(pk=run.pk).update(rater=rater, baseline_info=info, model=baseline_model.NAME)
     run.rater, run.baseline_info = rater, info
+    # each training trace's answer: from the model of the folds without it (1-based fold number)
+    out_of_fold = {t: (crossed.proba[i], int(crossed.fold[i]) + 1) for i, t in enumerate(train_ids)}
     modes = {m.code: m for m in version_modes(version=version)}
-    training = set(train_ids)
     while True:
         items = list(
             JudgeItem.objects.filter(run=run, state__in=[JudgeItem.State.PENDING, JudgeItem.State.RUNNING]).order_by(
@@ -142,30 +219,45 @@ def baseline_run_execute(
         )
         if not items or not JudgeRun.objects.filter(pk=run.pk, state=JudgeRun.State.RUNNING).exists():
             break
-        texts = trace_texts([i.trace_id for i in items])
         started = time.monotonic()
-        proba = model.predict_proba([texts[i.trace_id] for i in items])
+        fresh = [i for i in items if i.trace_id not in out_of_fold]
+        full = {}
+        if fresh:
+            texts = trace_texts([i.trace_id for i in fresh])
+            proba = model.predict_proba([texts[i.trace_id] for i in fresh])
+            full = dict(zip((i.pk for i in fresh), proba, strict=True))
         latency = int((time.monotonic() - started) * 1000 / max(1, len(items)))
         with transaction.atomic():
             JudgeRun.objects.select_for_update().filter(pk=run.pk).first()
-            for item, row in zip(items, proba, strict=True):
+            for item in items:
                 locked = JudgeItem.objects.select_for_update().get(pk=item.pk)
                 if locked.state in (JudgeItem.State.DONE, JudgeItem.State.FAILED):
                     continue
-                parsed = {
+                crossed_row = out_of_fold.get(item.trace_id)
+                row, fold = crossed_row if crossed_row is not None else (full[item.pk], None)
+                in_training = fold is not None
+                how = (
+                    f"baseline classifier, cross-fitted (fold {fold} of {crossed.k}, a model that did not see "
+                    "this trace)"
+                    if in_training
+                    else "baseline classifier"
+                )
+                parsed: dict[str, Any] = {
                     "task_success": "unknown",
                     "modes": [
                         {"code": c, "present": bool(p >= 0.5), "probability": round(float(p), 4)}
                         for c, p in zip(codes, row, strict=True)
                     ],
-                    "in_training_set": item.trace_id in training,
+                    "in_training_set": in_training,
                 }
+                if in_training:
+                    parsed |= {"cross_fitted": True, "fold": fold, "k": crossed.k}
                 labels = [
                     (
                         modes[c].pk,
                         "present" if p >= 0.5 else "absent",
                         [],
-                        f"baseline classifier: p(present) = {p:.2f}",
+                        f"{how}: p(present) = {p:.2f}",
                         round(float(p), 4),
                     )
                     for c, p in zip(codes, row, strict=True)
@@ -179,7 +271,8 @@ def baseline_run_execute(
                     "tokens_out": 0,
                     "latency_ms": latency,
                     "cost": "0",
-                    "in_training_set": item.trace_id in training,
+                    "in_training_set": in_training,
+                    "cross_fitted": in_training,
                 }
                 ann_id = machine_annotation_upsert(
                     trace_id=item.trace_id,

@@ -119,6 +119,8 @@ def _scripted_runs(ctx, conn: ProviderConnection, wanted: list[str], done) -> No
             concurrency=4,
             timeout=10,
             use_cache=not again,
+            # the project's prompt with few-shot examples: those traces are left out of its scores
+            few_shot=provider == "openai",
             start=False,
         )
         judge_run_drive_inline(run_id=run.pk, threads=1)

@@ -20,7 +20,7 @@ from annotations.judge.baseline import baseline_run_execute
 from annotations.judge.connections import connection_adaptations
 from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch
 from annotations.judge.prompts import prompt_template_active
-from annotations.judge.providers import PROVIDERS, provider_get
+from annotations.judge.providers import PROVIDERS, baseline_model, provider_get
 from annotations.judge.providers.base import RunConfig
 from annotations.judge.selectors import trace_steps
 from annotations.judge.worker import allowed_keys, max_chars, rater_for
@@ -179,6 +179,12 @@ def judge_run_create(
     errors: dict[str, str] = {}
     if taxonomy_version is not None and not taxonomy_version.is_published:
         errors["taxonomy_version"] = f"{taxonomy_version.label} is a draft; a judge runs on a published version"
+    chosen = PROVIDERS.get(provider)
+    if chosen is not None and not chosen.per_trace:
+        # A whole-run provider (the baseline) calls no server: whatever the form's connection and
+        # model fields held is not its, and must not name the run (a failed baseline titled "gpt-4o").
+        connection, base_url, api_key_env, model = None, "", "", baseline_model.NAME
+        price_in = price_out = None
     if connection is not None:
         if connection.project_id != project.pk:
             errors["connection"] = "not a connection of this project"
@@ -187,7 +193,6 @@ def judge_run_create(
         base_url = connection.base_url
         price_in = connection.price_in if price_in in (None, "") else price_in
         price_out = connection.price_out if price_out in (None, "") else price_out
-    chosen = PROVIDERS.get(provider)
     if chosen is None:
         errors["provider"] = f"{provider!r}: expected {' or '.join(PROVIDERS)}"
     else:
@@ -302,6 +307,20 @@ def judge_run_cancel(*, run: JudgeRun, by=None) -> JudgeRun:
     return run
 
 
+def judge_run_resume_blocked(*, run: JudgeRun) -> str:
+    """Why resuming ``run`` cannot help and what to do instead ("" when a resume may help).
+
+    A baseline that could not be trained (no labels to train on) would train on the same labels
+    and fail again."""
+    if run.state == JudgeRun.State.FAILED and (run.baseline_info or {}).get("training_failed"):
+        return (
+            "Resuming would train on the same labels and fail again. Close a round on "
+            f"{run.taxonomy_version.label} or on a version mapped onto it (or import a rater's labels on it), "
+            "then start a new baseline run."
+        )
+    return ""
+
+
 def judge_run_resume(*, run: JudgeRun, by=None, dispatcher: Dispatcher = CELERY) -> JudgeRun:
     """Paused or failed -> running again: pending items (and released ones) are handed out."""
     with transaction.atomic():
@@ -310,6 +329,9 @@ def judge_run_resume(*, run: JudgeRun, by=None, dispatcher: Dispatcher = CELERY)
             raise ValidationError(
                 f"The run is {run.get_state_display().lower()}; only a paused or failed run can be resumed."
             )
+        blocked = judge_run_resume_blocked(run=run)
+        if blocked:
+            raise ValidationError(blocked)
         held = list(
             JudgeItem.objects.select_for_update(skip_locked=True)
             .filter(run=run, state=JudgeItem.State.RUNNING)

@@ -6,7 +6,8 @@ rounds) carried onto the version the run labelled through the recorded mappings
 both have, per mode and pooled over all (trace, mode)
 units, in the layout of the MAST paper's Table 2: accuracy, precision, recall, F1, Cohen's kappa.
 Labels are read through ``annotations_visible_to``: a manager who annotates an open round does not
-see the judge's labels of that round's traces here either.
+see the judge's labels of that round's traces here either. Traces whose reference labels the
+judge saw (few-shot examples) are left out (``excluded.scored_trace_exclusions``) and counted.
 
 The last reads are what a run works on: a version's modes, a trace's steps and text.
 """
@@ -22,6 +23,7 @@ from django.utils import timezone
 
 from annotations.judge import prompting
 from annotations.judge.attribution import judge_attribution_quality
+from annotations.judge.excluded import cross_fit_note, scored_trace_exclusions
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
 from annotations.rounds.agreed import agreed_labels_on_version
@@ -180,8 +182,16 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     version = run.taxonomy_version
     modes = list(FailureMode.objects.filter(version=version).order_by("order", "code"))
     codes = [m.code for m in modes]
+    excluded, excluded_why = scored_trace_exclusions(run)
+    left_out = excluded & set(run.trace_ids)
+    agreed: dict[tuple[int, str], int] = {}
+    # the agreed labels of every closed round carried onto the run's version (a value the mapping
+    # cannot decide is not compared)
     on_version = agreed_labels_on_version(project=project, target=version, trace_ids=run.trace_ids)
-    agreed: dict[tuple[int, str], int] = {(t, c): v for t, vals in on_version.labels.items() for c, v in vals.items()}
+    for tid, values in on_version.labels.items():
+        if tid not in excluded:
+            for code, v in values.items():
+                agreed[(tid, code)] = v
     via_mapping = on_version.via_mapping
     result: dict[str, Any] = {
         "run": run.pk,
@@ -197,6 +207,9 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
         "disagreements": [],
         "in_sample": False,
         "attribution": None,
+        "n_excluded_traces": len(left_out),
+        "excluded_reason": excluded_why if left_out else "",
+        "cross_fitted": cross_fit_note(run),
     }
     if run.rater is None:
         return result
@@ -232,7 +245,15 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     result["modes"] = [{"code": c, "name": names[c], **binary_scores(per_mode[c])} for c in codes]
     result["overall"] = binary_scores([p for c in codes for p in per_mode[c]])
     result["n_compared_traces"] = len({t for (t, c) in agreed if (t, c) in judge})
-    if run.provider == JudgeRun.Provider.BASELINE and run.baseline_info.get("trained_on", "").startswith("agreed"):
+    info = run.baseline_info or {}
+    if (
+        run.provider == JudgeRun.Provider.BASELINE
+        and info.get("trained_on", "").startswith("agreed")
+        and not info.get("scores")
+        and int(info.get("n_train") or 0) > len(info.get("training_trace_ids") or [])
+    ):
+        # a baseline from before cross-fitting whose training traces are not all recorded: some
+        # of the compared traces may be in-sample
         result["in_sample"] = True
     titles = dict(run.project.traces.filter(pk__in=list(by_trace)).values_list("pk", "title"))
     ranked = sorted(by_trace.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:worst]

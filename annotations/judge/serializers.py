@@ -249,7 +249,16 @@ class JudgeQualityOut(serializers.Serializer):
     rater = serializers.CharField(allow_null=True)
     rater_kind = serializers.CharField(allow_null=True)
     rater_id = serializers.IntegerField(allow_null=True)
-    in_sample = serializers.BooleanField(help_text="True for a baseline trained on these very agreed labels.")
+    in_sample = serializers.BooleanField(
+        help_text="True for a baseline from before cross-fitting with training traces not recorded (in-sample)."
+    )
+    n_excluded_traces = serializers.IntegerField(
+        help_text="Traces of the run left out of the scores because the judge saw their labels (few-shot examples)."
+    )
+    excluded_reason = serializers.CharField(allow_blank=True)
+    cross_fitted = serializers.CharField(
+        allow_blank=True, help_text="For a baseline: its scores on training traces are cross-fitted (k-fold)."
+    )
     n_agreed_traces = serializers.IntegerField()
     taxonomy_version = serializers.CharField(help_text="The version the run labelled: every number is on it.")
     reference_via_mapping = serializers.IntegerField(

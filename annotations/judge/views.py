@@ -14,10 +14,11 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.judge.connections import connection_list
+from annotations.judge.excluded import cross_fit_note
 from annotations.judge.prompting import PLACEHOLDERS
 from annotations.judge.prompts import prompt_template_active, prompt_template_save
 from annotations.judge.providers.base import adaptations_describe
-from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume
+from annotations.judge.runs import judge_run_cancel, judge_run_create, judge_run_resume, judge_run_resume_blocked
 from annotations.judge.selectors import (
     judge_items,
     judge_quality,
@@ -208,6 +209,8 @@ def _run_context(request, project, run) -> dict:
         "state": state,
         "item_states": JudgeItem.State.choices,
         "querystring_prefix": f"state={state}&" if state else "",
+        "resume_blocked": judge_run_resume_blocked(run=run),
+        "cross_fitted": cross_fit_note(run),
     }
 
 

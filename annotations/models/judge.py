@@ -196,6 +196,14 @@ class JudgeRun(models.Model):
     def percent(self) -> int:
         return int(100 * (self.n_done + self.n_failed) / self.n_total) if self.n_total else 100
 
+    @property
+    def title(self) -> str:
+        """How lists and pages name the run when no rater name is shown: the baseline as the
+        baseline (it has no LLM model, whatever a form sent), an LLM run by its model."""
+        if self.provider == self.Provider.BASELINE:
+            return "Baseline classifier"
+        return self.model or self.get_provider_display()
+
 
 class JudgeItem(models.Model):
     class State(models.TextChoices):

@@ -99,3 +99,46 @@ def test_baseline_on_the_human_labelled_file_is_undefined_for_rare_modes(shared_
     undefined = [r for r in model.reports if r.kappa is None]
     # 19 traces: most modes have fewer than 4 positives, and the report must say so rather than invent a number
     assert undefined and all(r.undefined for r in undefined)
+
+
+# ---------------------------------------------------------------- cross-fitting
+
+
+def memorisable(n=16):
+    """Each trace carries a unique token aligned with its label, over words every trace shares:
+    a model that saw a trace reproduces its label; one that did not has nothing to go on."""
+    texts = [f"agent plan code message review memo{i}" for i in range(n)]
+    return texts, np.array([[float(i % 2)] for i in range(n)])
+
+
+def accuracy(proba, y):
+    return float(((proba[:, 0] >= 0.5) == (y[:, 0] == 1)).mean())
+
+
+def test_memorised_labels_score_perfectly_in_sample_but_not_cross_fitted():
+    texts, y = memorisable()
+    in_sample = baseline_model.train(texts, y, ["A"]).predict_proba(texts)
+    assert accuracy(in_sample, y) == 1.0
+    crossed = baseline_model.cross_fit(texts, y, ["A"])
+    assert crossed.k == 5 and sorted(np.bincount(crossed.fold)) == [3, 3, 3, 3, 4]
+    assert accuracy(crossed.proba, y) < 1.0
+
+
+def test_each_training_trace_is_predicted_by_a_model_fitted_without_its_fold():
+    texts, y = memorisable(12)
+    crossed = baseline_model.cross_fit(texts, y, ["A"], seed=3)
+    for f in range(crossed.k):
+        held = crossed.fold == f
+        rest = baseline_model.train([t for t, h in zip(texts, held, strict=True) if not h], y[~held], ["A"], seed=3)
+        expected = rest.predict_proba([t for t, h in zip(texts, held, strict=True) if h])
+        assert np.allclose(crossed.proba[held], expected)
+
+
+def test_fewer_traces_than_folds_is_leave_one_out_and_a_constant_fold_says_so():
+    texts, y = ["alpha beta", "beta gamma", "gamma delta"], np.array([[1.0], [0.0], [0.0]])
+    crossed = baseline_model.cross_fit(texts, y, ["A"])
+    assert crossed.k == 3 and sorted(crossed.fold) == [0, 1, 2]
+    # the fold holding the only positive trace trains on two absent labels: it can only say absent
+    assert crossed.proba[0, 0] == 0.0
+    assert crossed.constant_folds["A"] == 1
+    assert "1 of 3 folds" in crossed.report()["notes"]["A"]
