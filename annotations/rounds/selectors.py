@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Exists, Max, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Case, Count, Exists, Max, OuterRef, QuerySet, Subquery, Sum, Value, When
 from django.db.models.fields.json import KT
 from django.http import Http404
 
+from annotations.labels.visibility import round_report_withheld, round_withheld_trace_ids, rounds_withheld
 from annotations.models import (
     Adjudication,
     AgreementReport,
@@ -50,6 +51,8 @@ def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
 
     One query: the counts are subqueries, the headline is read out of the stored human report's
     JSON without loading the report; ``is_mine`` says whether ``user`` annotates in the round.
+    With ``user``, the headline of a round whose report is withheld from her (``rounds_withheld``:
+    it shares traces with a round she is labelling blind) is None.
     """
     headline = AgreementReport.objects.filter(round=OuterRef("pk"), rater_set=HUMANS)
     submitted = (
@@ -64,6 +67,9 @@ def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
         RoundAnnotator.objects.filter(round=OuterRef("pk")).order_by().values("round").annotate(n=Count("pk"))
     )
     mine = RoundAnnotator.objects.filter(round=OuterRef("pk"), user_id=getattr(user, "pk", None))
+    kappa = Subquery(headline.values(v=KT("data__mean_pairwise_kappa__value"))[:1])
+    if user is not None:  # an earlier round's report is withheld from who is blind on its traces
+        kappa = Case(When(pk__in=rounds_withheld(user=user, project=project), then=Value(None)), default=kappa)
     return (
         Round.objects.filter(project=project)
         .select_related("taxonomy_version__taxonomy")
@@ -72,7 +78,7 @@ def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
             n_traces=Subquery(n_traces.values("n")),
             n_annotators=Subquery(n_annotators.values("n")),
             n_submitted=Subquery(submitted),
-            headline_kappa=Subquery(headline.values(v=KT("data__mean_pairwise_kappa__value"))[:1]),
+            headline_kappa=kappa,
         )
         .order_by("created_at", "id")
     )
@@ -132,6 +138,16 @@ def round_require_report_access(*, user, round: Round) -> RoundAccess:
     access = round_access(user=user, round=round)
     if not access.can_see_report:
         raise PermissionDenied(access.why_not)
+    return access
+
+
+def round_require_agreement_access(*, user, round: Round) -> RoundAccess:
+    """``round_require_report_access`` for the agreement report itself (kappa per mode, pooled,
+    attribution): withheld entirely while some of the round's traces are labelled blind again
+    by the user (``round_report_withheld``), since it is computed from their labels."""
+    access = round_require_report_access(user=user, round=round)
+    if why := round_report_withheld(user=user, round=round):
+        raise PermissionDenied(why)
     return access
 
 
@@ -377,17 +393,20 @@ def round_labels_fingerprint_parts(*, round: Round, extra_rater_ids: Sequence[in
     return parts
 
 
-def round_kappa_trend(*, project: Project, imported: bool = False) -> list[dict[str, Any]]:
+def round_kappa_trend(*, project: Project, imported: bool = False, user=None) -> list[dict[str, Any]]:
     """Headline kappa (with its 95% CI) of the project's CLOSED rounds, in closing order: one point
     per round. ``imported=False`` gives the project's own rounds, ``True`` the rounds an import
     rebuilt (MAST-Data's), so the two are drawn apart. ``version_changed`` is set on a round whose
     taxonomy version differs from the previous point's (marked once per change); ``revised`` lists,
     for such a round, the modes the mapping from the previous version changed (edited, renamed,
-    split, merged) with their kappa before and after."""
+    split, merged) with their kappa before and after. With ``user``, rounds whose report is withheld
+    from her are left out."""
     from taxonomy.mapping import mapping_steps
 
     closed = Round.objects.filter(project=project, state=Round.State.CLOSED)
     closed = closed.exclude(imported_from="") if imported else closed.filter(imported_from="")
+    if user is not None:  # reports withheld from her (``rounds_withheld``) are not drawn
+        closed = closed.exclude(pk__in=rounds_withheld(user=user, project=project))
     rounds = sorted(closed, key=lambda r: (r.closed_at is None, r.closed_at, r.pk))
     ids = [r.pk for r in rounds]
     reports = {
@@ -488,15 +507,21 @@ def round_units(*, round: Round) -> list[Unit]:
     return [Unit(t, m, {u: got.get((t, m), {}).get(u, "") for u in user_ids}) for t in trace_ids for m in mode_ids]
 
 
-def round_open_disagreement_count(*, round: Round) -> int:
+def round_open_disagreement_count(*, round: Round, user=None) -> int:
     """Units that still need a decision: raters differ (live, from the labels) and no adjudicator
-    or majority decision exists yet."""
+    or majority decision exists yet. With ``user``, only the units of traces she may see
+    (``round_withheld_trace_ids``)."""
+    withheld = round_withheld_trace_ids(user=user, round=round) if user is not None else set()
     decided = set(
         Adjudication.objects.filter(round=round)
         .exclude(basis=Adjudication.Basis.UNANIMOUS)
         .values_list("trace_id", "mode_id")
     )
-    return sum(1 for u in round_units(round=round) if u.unanimous is None and (u.trace_id, u.mode_id) not in decided)
+    return sum(
+        1
+        for u in round_units(round=round)
+        if u.unanimous is None and (u.trace_id, u.mode_id) not in decided and u.trace_id not in withheld
+    )
 
 
 def project_annotator_choices(*, project: Project) -> QuerySet:

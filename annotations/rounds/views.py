@@ -35,7 +35,7 @@ from annotations.rounds.selectors import (
     round_modes,
     round_open_disagreement_count,
     round_progress,
-    round_require_report_access,
+    round_require_agreement_access,
     round_versions_for_project,
 )
 from annotations.rounds.services import (
@@ -76,8 +76,12 @@ def round_list(request: HttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "role": role,
             "rounds": rounds,
-            "trend": presentation.trend_chart(round_kappa_trend(project=project)) if rounds else None,
-            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True))
+            "trend": presentation.trend_chart(round_kappa_trend(project=project, user=request.user))
+            if rounds
+            else None,
+            "trend_imported": presentation.trend_chart(
+                round_kappa_trend(project=project, imported=True, user=request.user)
+            )
             if any(r.imported_from for r in rounds)
             else None,
             "nav": "projects",
@@ -210,7 +214,8 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
 def round_preview(request: HttpRequest, slug: str) -> HttpResponse:
     """htmx: the traces the create form would put in the round."""
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
-    form = RoundForm(request.POST or request.GET or None, project=project)
+    # always bound (an empty GET too), so ``cleaned_data`` exists for ``sampling_kwargs``
+    form = RoundForm(request.POST if request.method == "POST" else request.GET, project=project)
     form.is_valid()  # name/annotators may still be empty: only the sampling fields matter here
     ctx: dict[str, Any] = {"project": project}
     if any(f in form.errors for f in ("n", "seed", "trace_ids")):
@@ -261,7 +266,9 @@ def round_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "page": page,
             "my_traces": my_traces,
             "steps": [(key, label, i < reached, i == reached) for i, (key, label) in enumerate(STEPS)],
-            "open_disagreements": round_open_disagreement_count(round=rnd) if rnd.state == Round.State.REVIEW else 0,
+            "open_disagreements": (
+                round_open_disagreement_count(round=rnd, user=request.user) if rnd.state == Round.State.REVIEW else 0
+            ),
             "next_versions": list(
                 TaxonomyVersion.objects.filter(parent=rnd.taxonomy_version)
                 .select_related("taxonomy")
@@ -309,7 +316,7 @@ def round_action(request: HttpRequest, slug: str, pk: int, action: str) -> HttpR
 def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug)
     rnd = round_get(project=project, round_id=pk)
-    access = round_require_report_access(user=request.user, round=rnd)
+    access = round_require_agreement_access(user=request.user, round=rnd)
     extra_ids: list[int] = []
     raw = request.GET.getlist("rater")
     if raw:
@@ -338,9 +345,11 @@ def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "extra_raters": round_extra_raters(round=rnd),
             "selected": set(extra_ids),
             "rater_set": report.rater_set,
-            "trend": presentation.trend_chart(round_kappa_trend(project=project)),
+            "trend": presentation.trend_chart(round_kappa_trend(project=project, user=request.user)),
             "attribution": attribution_context(report.data.get("attribution")),
-            "trend_imported": presentation.trend_chart(round_kappa_trend(project=project, imported=True)),
+            "trend_imported": presentation.trend_chart(
+                round_kappa_trend(project=project, imported=True, user=request.user)
+            ),
             "nav": "projects",
             "mode_rater": mode_rater_view(
                 report.data,
