@@ -366,9 +366,11 @@ def _shared_world(project, manager, annotator, annotator2, annotator3, state: st
 
 def _must_not_see(role: str, state: str) -> tuple[str, ...]:
     """The markers ``role`` must not find anywhere while the round now is in ``state``."""
+    blind = state in ("draft", "open")
     if role == "manager":  # not an annotator of either round: she adjudicates, she sees all
         return ()
-    blind = state in ("draft", "open")
+    if role == "manager in the round":  # blind on the round's traces like any annotator of it
+        return (EARLIER + NOW) if blind else ()
     return SOLO + ((EARLIER + NOW) if blind else ())
 
 
@@ -463,7 +465,18 @@ def _site_pages(world, project) -> list[str]:
     return urls
 
 
-ROLES = ("manager", "annotator in the round", "annotator not in it", "viewer")
+ROLES = ("manager", "annotator in the round", "annotator not in it", "viewer", "manager in the round")
+
+
+def _manager_in(round_now, project):
+    """A second manager who labels in the round now."""
+    from annotations.models import RoundAnnotator
+    from tests.factories import MembershipFactory, UserFactory
+
+    user = UserFactory(username="lead")
+    MembershipFactory(project=project, user=user, role="manager")
+    RoundAnnotator.objects.create(round=round_now, user=user)
+    return user
 
 
 @pytest.fixture
@@ -483,7 +496,8 @@ def test_every_url_and_page_keeps_the_blind_rule_for_every_role(
     round (on a trace labelled again now), in the round now and outside rounds: none of them where
     the blind rule hides them."""
     world = _shared_world(project, manager, annotator, annotator2, annotator3, state)
-    actors = dict(zip(ROLES, (manager, annotator, annotator3, viewer), strict=True))
+    lead = _manager_in(world["now"], project)
+    actors = dict(zip(ROLES, (manager, annotator, annotator3, viewer, lead), strict=True))
     api_urls, page_urls = _api_urls(world, project), _site_pages(world, project)
     assert len(api_urls) > 60 and len(page_urls) > 80
     found = {}
@@ -524,7 +538,8 @@ def test_an_earlier_round_lists_no_row_and_no_report_of_a_trace_labelled_blind_n
     world = _shared_world(project, manager, annotator, annotator2, annotator3, state)
     earlier, shared = world["earlier"].pk, world["shared"].pk
     found = {}
-    for role, user in zip(ROLES, (manager, annotator, annotator3, viewer), strict=True):
+    lead = _manager_in(world["now"], project)
+    for role, user in zip(ROLES, (manager, annotator, annotator3, viewer, lead), strict=True):
         api = APIClient()
         api.force_authenticate(user)
         for part in ("adjudications", "disagreements", "comments"):
@@ -585,3 +600,25 @@ def test_nothing_an_annotator_reads_changes_when_another_rater_labels_blind(
     after = {u: (r.status_code, _normalised(r)) for u in urls for r in [api.get(u)]}
     changed = sorted(u for u in urls if before[u] != after[u])
     assert changed == [], changed
+
+
+def test_a_manager_labelling_blind_cannot_act_on_an_earlier_rounds_withheld_trace(
+    project, manager, annotator, annotator2, annotator3
+):
+    """Commenting on (or adjudicating) the earlier round's unit of a trace she labels blind now
+    would answer with what she may not see: refused, while its other traces stay open to her."""
+    world = _shared_world(project, manager, annotator, annotator2, annotator3, "open")
+    lead = _manager_in(world["now"], project)
+    api = APIClient()
+    api.force_authenticate(lead)
+    url = f"/api/rounds/{world['earlier'].pk}/comments/"
+    refused = api.post(url, {"trace_id": world["shared"].pk, "mode": "2.1", "body": "x"}, format="json")
+    assert refused.status_code == 403 and "blind" in refused.json()["detail"]
+    adjudicate = api.post(
+        f"/api/rounds/{world['earlier'].pk}/adjudications/",
+        {"trace_id": world["shared"].pk, "mode": "2.1", "decision": "absent"},
+        format="json",
+    )
+    assert adjudicate.status_code == 403
+    allowed = api.post(url, {"trace_id": world["earlier_only"].pk, "mode": "2.1", "body": "fine"}, format="json")
+    assert allowed.status_code == 201, allowed.content

@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from annotations.judge import prompting
-from annotations.labels.visibility import annotations_visible_to
+from annotations.labels.visibility import annotations_visible_to, reference_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
 from annotations.rounds.agreed import agreed_labels
 from annotations.rounds.agreement import cohen_kappa
@@ -178,6 +178,8 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     agreed: dict[tuple[int, str], int] = {}
     for a in agreed_labels(project=project, taxonomy_version=version, trace_ids=run.trace_ids):
         agreed[(a.trace_id, a.mode_code)] = int(a.decision == "present")
+    # the blind rule: no consensus of a trace the user is labelling blind again now
+    agreed = reference_visible_to(user=user, project=project, reference=agreed)
     result: dict[str, Any] = {
         "run": run.pk,
         "rater": run.rater.name if run.rater else None,

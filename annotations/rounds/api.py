@@ -29,6 +29,7 @@ from annotations.rounds.selectors import (
     round_list_for_project,
     round_require_agreement_access,
     round_require_report_access,
+    round_require_trace_shown,
 )
 from annotations.rounds.serializers import (
     AgreedLabelOut,
@@ -235,6 +236,7 @@ class AdjudicationListApi(RoundScopedMixin, generics.ListAPIView):
         data = RoundAdjudicationIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
+        round_require_trace_shown(user=request.user, round=self.round, trace_id=d["trace_id"])
         adj = adjudication_record(
             round=self.round,
             trace=d["trace_id"],
@@ -267,6 +269,7 @@ class CommentListApi(RoundScopedMixin, generics.ListAPIView):
         data = RoundCommentIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
+        round_require_trace_shown(user=request.user, round=self.round, trace_id=d["trace_id"])
         c = disagreement_comment_add(
             round=self.round, trace=d["trace_id"], mode=d["mode"], body=d["body"], by=request.user
         )

@@ -141,6 +141,17 @@ def round_require_report_access(*, user, round: Round) -> RoundAccess:
     return access
 
 
+def round_require_trace_shown(*, user, round: Round, trace_id: int) -> None:
+    """Refuse to act (adjudicate, comment) on a trace of the round withheld from the user because
+    she is labelling it blind again now (``round_withheld_trace_ids``): its card is not shown to
+    her, so neither is what acting on it would answer."""
+    if int(trace_id) in round_withheld_trace_ids(user=user, round=round):
+        raise PermissionDenied(
+            f"Trace {trace_id} is being labelled blind again in a draft or open round you label in: "
+            "this round's work on it is withheld from you until that round goes to review."
+        )
+
+
 def round_require_agreement_access(*, user, round: Round) -> RoundAccess:
     """``round_require_report_access`` for the agreement report itself (kappa per mode, pooled,
     attribution): withheld entirely while some of the round's traces are labelled blind again
