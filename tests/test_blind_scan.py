@@ -622,3 +622,24 @@ def test_a_manager_labelling_blind_cannot_act_on_an_earlier_rounds_withheld_trac
     assert adjudicate.status_code == 403
     allowed = api.post(url, {"trace_id": world["earlier_only"].pk, "mode": "2.1", "body": "fine"}, format="json")
     assert allowed.status_code == 201, allowed.content
+
+
+@pytest.mark.parametrize("state", ["open", "closed"])
+def test_analytics_agreed_labels_leave_out_a_trace_labelled_blind_again(
+    state, project, manager, annotator, annotator2, annotator3
+):
+    """The analytics' agreed labels (every chart, CSV and drill-down filter is made of them) hold
+    the earlier consensus of the shared trace for the manager, and for its raters only once the
+    round that labels it again is no longer blind."""
+    from annotations.analytics.selectors import AGREED, label_matrix, labels_fingerprint
+
+    world = _shared_world(project, manager, annotator, annotator2, annotator3, state)
+    shared = world["shared"].pk
+    rows = {
+        u.username: set(label_matrix(user=u, project=project, source=AGREED).trace_ids.tolist())
+        for u in (manager, annotator, annotator3)
+    }
+    assert shared in rows["manager"]
+    assert (shared in rows["ann1"]) == (state == "closed") == (shared in rows["ann3"])
+    key = {u: labels_fingerprint(user=u, project=project, source=AGREED) for u in (manager, annotator)}
+    assert (key[manager] == key[annotator]) == (state == "closed")  # the cached matrix is not shared
