@@ -199,6 +199,15 @@ def dashboard_filter_choices(*, project: Project, facts: dict | None = None) -> 
     return {f: [v for v in vs if v] for f, vs in values.items()}
 
 
+def _blind_ids(*, user, project: Project) -> frozenset[int]:
+    """The traces ``user`` is labelling blind now (``blind_trace_ids``), read once per user object
+    (a request's), as ``project_role`` caches the role: the fingerprint and the matrix both ask."""
+    cache = user.__dict__.setdefault("_blind_trace_ids", {})
+    if project.pk not in cache:
+        cache[project.pk] = frozenset(blind_trace_ids(user=user, project=project).values_list("trace_id", flat=True))
+    return cache[project.pk]
+
+
 def labels_fingerprint(
     *,
     user,
@@ -214,8 +223,7 @@ def labels_fingerprint(
         facts = {"stamp": agreed_labels_stamp(project=project)}  # one row, not every adjudication
         # agreed labels of closed rounds are the same for every member, less the traces she is
         # labelling blind again now (the blind rule): members blind on the same traces share it
-        blind = sorted(blind_trace_ids(user=user, project=project).values_list("trace_id", flat=True).distinct())
-        who = f"members-but:{','.join(map(str, blind))}"
+        who = f"members-but:{','.join(map(str, sorted(_blind_ids(user=user, project=project))))}"
     else:
         facts = (
             annotations_visible_to(user=user, project=project)
@@ -418,7 +426,7 @@ def label_matrix(
     trace_ids = _traces_matching(project=project, filters=filters).values("id") if filters else None
     if source == AGREED:
         # the blind rule: no consensus of a trace the user is labelling blind again now
-        blind = set(blind_trace_ids(user=user, project=project).values_list("trace_id", flat=True))
+        blind = _blind_ids(user=user, project=project)
         if blind:
             kept = Trace.objects.filter(project=project)
             if trace_ids is not None:
