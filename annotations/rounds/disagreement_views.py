@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotations.labels.visibility import round_withheld_trace_ids
 from annotations.models import Round
 from annotations.rounds.attribution_views import attribution_cards_context
 from annotations.rounds.disagreements import disagreement_evidence_steps, round_disagreements
@@ -75,6 +76,7 @@ def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpRe
             "mode": mode,
             "modes": round_modes(version=rnd.taxonomy_version),
             "n_open": items.n_open if rnd.state == Round.State.REVIEW else 0,
+            "n_withheld": len(round_withheld_trace_ids(user=request.user, round=rnd)),
             "can_adjudicate": access.can_manage and rnd.state == Round.State.REVIEW,
             "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
             and (access.can_manage or access.is_annotator),
