@@ -28,7 +28,7 @@ from django.db.models import Count, F, Max, Q, QuerySet, Subquery, TextField, Va
 from django.db.models.functions import Cast, Coalesce
 
 from annotations.analytics.stats import Groups
-from annotations.labels.visibility import annotations_visible_to
+from annotations.labels.visibility import annotations_visible_to, blind_trace_ids
 from annotations.models import Annotation, ModeLabel, Rater
 from annotations.rounds.agreed import (
     MaskArrays,
@@ -199,6 +199,15 @@ def dashboard_filter_choices(*, project: Project, facts: dict | None = None) -> 
     return {f: [v for v in vs if v] for f, vs in values.items()}
 
 
+def _blind_ids(*, user, project: Project) -> frozenset[int]:
+    """The traces ``user`` is labelling blind now (``blind_trace_ids``), read once per user object
+    (a request's), as ``project_role`` caches the role: the fingerprint and the matrix both ask."""
+    cache = user.__dict__.setdefault("_blind_trace_ids", {})
+    if project.pk not in cache:
+        cache[project.pk] = frozenset(blind_trace_ids(user=user, project=project).values_list("trace_id", flat=True))
+    return cache[project.pk]
+
+
 def labels_fingerprint(
     *,
     user,
@@ -212,7 +221,9 @@ def labels_fingerprint(
     two cheap aggregates, so the dashboard can cache per (project, filters, labels fingerprint)."""
     if source == AGREED:
         facts = {"stamp": agreed_labels_stamp(project=project)}  # one row, not every adjudication
-        who = "members"  # agreed labels of closed rounds are the same for every member
+        # agreed labels of closed rounds are the same for every member, less the traces she is
+        # labelling blind again now (the blind rule): members blind on the same traces share it
+        who = f"members-but:{','.join(map(str, sorted(_blind_ids(user=user, project=project))))}"
     else:
         facts = (
             annotations_visible_to(user=user, project=project)
@@ -412,6 +423,13 @@ def label_matrix(
     filters = _clean_filters(filters)
     trace_ids = _traces_matching(project=project, filters=filters).values("id") if filters else None
     if source == AGREED:
+        # the blind rule: no consensus of a trace the user is labelling blind again now
+        blind = _blind_ids(user=user, project=project)
+        if blind:
+            kept = Trace.objects.filter(project=project)
+            if trace_ids is not None:
+                kept = kept.filter(pk__in=trace_ids)
+            trace_ids = kept.exclude(pk__in=blind).values("id")
         masks = agreed_mask_arrays(project=project, trace_ids=trace_ids, extra_versions={target.pk})
         label = "Agreed labels (closed rounds)"
     else:

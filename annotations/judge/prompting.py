@@ -405,7 +405,7 @@ def _bool(value: Any, where: str) -> bool:
 
 
 def _norm_code(code: Any) -> str:
-    """"FM-1.1", "1.1 Disobey task specification" and "1.1:" are 1.1; a revised version's codes keep
+    """ "FM-1.1", "1.1 Disobey task specification" and "1.1:" are 1.1; a revised version's codes keep
     their letters ("1.2a", "X.1"): cutting them at the first letter made every answer miss them."""
     text = str(code).strip()
     m = re.match(r"^\s*(?:FM[-\s]?)?([0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)", text, re.IGNORECASE)

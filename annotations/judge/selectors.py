@@ -24,7 +24,7 @@ from django.utils import timezone
 from annotations.judge import prompting
 from annotations.judge.attribution import judge_attribution_quality
 from annotations.judge.excluded import cross_fit_note, scored_trace_exclusions
-from annotations.labels.visibility import annotations_visible_to
+from annotations.labels.visibility import annotations_visible_to, reference_visible_to
 from annotations.models import JudgeItem, JudgeRun, ModeLabel, PromptTemplate
 from annotations.rounds.agreed import agreed_labels_on_version
 from annotations.rounds.agreement import cohen_kappa
@@ -193,6 +193,8 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
             for code, v in values.items():
                 agreed[(tid, code)] = v
     via_mapping = on_version.via_mapping
+    # the blind rule: no consensus of a trace the user is labelling blind again now
+    agreed = reference_visible_to(user=user, project=project, reference=agreed)
     result: dict[str, Any] = {
         "run": run.pk,
         "rater": run.rater.name if run.rater else None,

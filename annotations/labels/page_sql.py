@@ -10,17 +10,14 @@ whether I have submitted an annotation of the trace in one more. Rules stay in t
 
 from __future__ import annotations
 
-from django.db import connection
-
 from annotations.labels.bulk import sql_fetchone
-from annotations.labels.visibility import BLIND_ROUND_STATES
-from annotations.models import Annotation, OpenCode, Rater, Round, RoundAnnotator, RoundTrace
+from annotations.labels.selectors import open_code_list
+from annotations.models import Annotation, Rater, Round, RoundAnnotator, RoundTrace
 from taxonomy.models import Taxonomy, TaxonomyVersion
 from traces.models import Membership, Project, Trace
 from traces.sqlrows import model_from_row, model_select, model_width
 
-ANN, RATER, ROUND, CODE = (m._meta.db_table for m in (Annotation, Rater, Round, OpenCode))
-ANN_CODES = Annotation.open_codes.through._meta.db_table
+ANN, RATER, ROUND = (m._meta.db_table for m in (Annotation, Rater, Round))
 ROUND_TRACE, ROUND_ANNOTATOR = RoundTrace._meta.db_table, RoundAnnotator._meta.db_table
 PROJECT, VERSION, TAXONOMY, MEMBERSHIP, TRACE = (
     m._meta.db_table for m in (Project, TaxonomyVersion, Taxonomy, Membership, Trace)
@@ -81,32 +78,8 @@ def page_mine(*, trace_id: int, user_id: int, round_states: tuple[str, ...]) -> 
     return row[0], bool(row[1])
 
 
-def page_open_codes(*, project_id: int, user_id: int, role: str, limit: int = 500) -> list[str]:
+def page_open_codes(*, project: Project, user, role: str, limit: int = 500) -> list[str]:
     """The names of ``open_code_list(project=..., user=...)`` in its order (most used first, then
-    name), the first ``limit``: the same statement the ORM builds for it, written out (the blind
-    rule: other raters' uses on traces of draft or open rounds, for a manager only the rounds she
-    labels in, are not counted, and a code only such uses carry is not listed)."""
-    states = list(BLIND_ROUND_STATES)
-    blind = (
-        f"SELECT rt.trace_id FROM {ROUND_TRACE} rt JOIN {ROUND} r ON r.id = rt.round_id"  # noqa: S608
-        f" WHERE r.project_id = %s AND r.state IN ({', '.join(['%s'] * len(states))})"
-    )
-    blind_params: list = [project_id, *states]
-    if role == Membership.Role.MANAGER:
-        blind += f" AND EXISTS (SELECT 1 FROM {ROUND_ANNOTATOR} rn WHERE rn.round_id = r.id AND rn.user_id = %s)"  # noqa: S608
-        blind_params.append(user_id)
-    uses = (
-        "COUNT(DISTINCT ac.annotation_id) FILTER (WHERE NOT ("
-        f"a.trace_id IN ({blind}) AND a.trace_id IS NOT NULL AND NOT (ra.user_id = %s)))"
-    )
-    sql = (
-        f"SELECT c.name FROM {CODE} c"  # noqa: S608
-        f" LEFT JOIN {ANN_CODES} ac ON ac.opencode_id = c.id"
-        f" LEFT JOIN {ANN} a ON a.id = ac.annotation_id"
-        f" LEFT JOIN {RATER} ra ON ra.id = a.rater_id"
-        f" WHERE c.project_id = %s GROUP BY c.id, c.name HAVING {uses} > 0 ORDER BY {uses} DESC, c.name ASC LIMIT %s"
-    )
-    params = [project_id, *blind_params, user_id, *blind_params, user_id, limit]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [name for (name,) in cursor.fetchall()]
+    name), the first ``limit``. The blind rule's filter (``visibility.work_visible``) is the one
+    definition of whose codes a rater may know, so this reads through it, not a copy of it."""
+    return list(open_code_list(project=project, user=user, role=role).values_list("name", flat=True)[:limit])

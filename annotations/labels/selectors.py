@@ -38,7 +38,7 @@ from annotations.labels.visibility import (
     anchoring_filter,
     anchoring_holds_back,
     annotations_visible_to,
-    blind_trace_ids,
+    work_visible,
 )
 from annotations.models import Annotation, AnnotationEvent, ModeLabel, OpenCode, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
@@ -172,20 +172,19 @@ def trace_annotations_visible(
 # ------------------------------------------------------------------ open codes
 
 
-def open_code_list(*, project: Project, user, q: str = "") -> QuerySet[OpenCode]:
+def open_code_list(*, project: Project, user, q: str = "", role: str | None = None) -> QuerySet[OpenCode]:
     """The project's open codes with how many annotations use them, most used first.
 
-    Open codes are a codebook shared across the project, except where the blind rule applies: uses
-    by other raters on traces of a draft or open round (``blind_trace_ids``) are not counted, and a
-    code that only such uses carry is not listed, so nobody learns another rater's words mid-round.
+    A rater knows her own codes, and another rater's only where the blind rule would show her that
+    rater's labels (``work_visible`` through the codes' annotations, anti-anchoring included):
+    nothing of traces labelled blind now, no other human's outside rounds, for an annotator only on
+    traces she has submitted herself. Only those uses are counted; a code with none is not listed.
     """
     qs = OpenCode.objects.filter(project=project)
     if q:
         qs = qs.filter(name__icontains=q.strip())
-    hidden = Q(annotations__trace_id__in=blind_trace_ids(user=user, project=project)) & ~Q(
-        annotations__rater__user_id=user.pk
-    )
-    uses = Count("annotations", filter=~hidden, distinct=True)
+    shown = work_visible(user=user, project=project, role=role, prefix="annotations__", anchoring=True)
+    uses = Count("annotations", filter=shown, distinct=True)
     return qs.annotate(n_uses=uses).filter(n_uses__gt=0).order_by("-n_uses", "name")
 
 

@@ -7,22 +7,22 @@ trace labelled. Registered with ``traces.viewer.label_state.trace_label_state_re
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
-from annotations.labels.visibility import blind_trace_ids
+from annotations.labels.visibility import work_visible
 from annotations.models import Annotation, Rater
 from traces.models import Project
 
 
 def labelling_annotations(*, user, project: Project) -> QuerySet[Annotation]:
-    """The annotations that make their trace labelled for ``user``: submitted, by a human rater.
+    """The annotations that make their trace labelled for ``user``: submitted, by a human rater,
+    and ones the blind rule lets her see (``work_visible``, anti-anchoring included).
 
-    The blind rule applies: on a trace of a draft or open round only the user's own submission
-    counts, so the filter and the column never tell that another annotator has finished a trace
-    that is only in that round. The trace list narrows this to each row's trace (by ``trace``),
-    which also keeps it inside the project.
+    So the filter and the column never tell that another rater has finished a trace whose labels
+    she may not see: one being labelled blind now, another human's outside rounds, a round the
+    manager keeps hidden. For an annotator that is her own submissions. The trace list narrows this
+    to each row's trace (by ``trace``), which also keeps it inside the project.
     """
-    others_blind = Q(trace_id__in=blind_trace_ids(user=user, project=project)) & ~Q(rater__user_id=user.pk)
-    return Annotation.objects.filter(state=Annotation.State.SUBMITTED, rater__kind=Rater.Kind.HUMAN).exclude(
-        others_blind
+    return Annotation.objects.filter(state=Annotation.State.SUBMITTED, rater__kind=Rater.Kind.HUMAN).filter(
+        work_visible(user=user, project=project, anchoring=True)
     )

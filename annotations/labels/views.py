@@ -188,7 +188,7 @@ def workspace(request, slug, pk):
         "snapshot": snapshot,
         "modes": [m.code for m in modes],
         "others": others,
-        "openCodes": page_open_codes(project_id=project.pk, user_id=request.user.pk, role=role),
+        "openCodes": page_open_codes(project=project, user=request.user, role=role),
         "limits": {
             "rationale": MAX_RATIONALE,
             "notes": MAX_NOTES,

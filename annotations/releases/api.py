@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.models import Round
-from annotations.releases.selectors import release_get, release_list, release_may_download
+from annotations.releases.selectors import release_blind_for, release_get, release_list, release_may_download
 from annotations.releases.serializers import ReleaseDetailOut, ReleaseIn, ReleaseOut
 from annotations.releases.services import release_create, release_retry, release_zip_file
 from taxonomy.models import TaxonomyVersion
@@ -93,6 +93,8 @@ class ReleaseDownloadApi(ProjectScopedMixin, APIView):
         release = release_get(project=self.project, number=number)
         if release is None or not release.is_done:
             raise NotFound("No such published release.")
+        if why := release_blind_for(user=request.user, release=release):
+            raise PermissionDenied(why)
         try:
             path, name = release_zip_file(release=release)
         except ValidationError as exc:

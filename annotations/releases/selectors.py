@@ -21,7 +21,7 @@ from django.db import connection
 from django.db.models import Max, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from annotations.labels.visibility import open_round_traces
+from annotations.labels.visibility import blind_round_traces, open_round_traces
 from annotations.models import (
     AgreementReport,
     Annotation,
@@ -529,6 +529,32 @@ def release_members_may_download(*, project: Project) -> bool:
             ReleasePolicy.objects.filter(project=project).values_list("members_may_download", flat=True).first()
         )
     return project._release_policy_cache
+
+
+def release_blind_for(*, user, release: Release) -> str:
+    """Why ``user`` may not download ``release`` now, or "": a release built before a draft or open
+    round began may hold the earlier consensus, rationales and judge labels of traces that round
+    labels blind again, so whoever is blind on them (``blind_round_traces``) waits until it goes
+    to review. A release built while the round was already there left those traces out."""
+    selected = _selected_traces(
+        project=release.project,
+        selection=release.selection,
+        round=release.round,
+        filters=release.filters,
+        majority=bool((release.options or {}).get("majority")),
+    )
+    rows = blind_round_traces(user=user, project=release.project).filter(
+        round__created_at__gte=release.created_at, trace_id__in=selected.values("id")
+    )
+    names = sorted(set(rows.values_list("round__name", flat=True)))
+    if not names:
+        return ""
+    n = rows.values("trace_id").distinct().count()
+    return (
+        f"Release v{release.number} was built before {', '.join(names)} began and holds labels of {n} "
+        f"trace{'s' if n != 1 else ''} you are labelling blind there: you can download it once that round "
+        "is in review."
+    )
 
 
 def release_may_download(*, project: Project, role: str | None) -> bool:

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotations.models import Release, Round
 from annotations.releases import writers
 from annotations.releases.selectors import (
+    release_blind_for,
     release_filter_choices,
     release_get,
     release_list,
@@ -137,6 +138,8 @@ def _download_release(request, slug, number) -> Release:
     release = release_get(project=project, number=number)
     if release is None or not release.is_done:
         raise Http404("No such published release.")
+    if why := release_blind_for(user=request.user, release=release):
+        raise PermissionDenied(why)
     return release
 
 

@@ -3,7 +3,9 @@ comments, the agreement report and the project's agreed labels. Thin views over 
 and selectors of ``annotations.rounds.services`` / ``annotations.rounds.selectors``.
 
 Blind rule: while a round is open, annotators get their own assignments only and a 403 on the
-report and disagreements; labels shown anywhere pass through ``annotations_visible_to``.
+report and disagreements; labels shown anywhere pass through ``annotations_visible_to``. An
+earlier round sharing traces with a draft or open one lists no row of them (consensus,
+disagreements, comments) to whoever is blind on them, and its agreement report is withheld.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations.labels.visibility import blind_trace_ids
+from annotations.labels.visibility import blind_trace_ids, round_work_visible_to
 from annotations.models import Annotation, DisagreementComment, Round, RoundAnnotator, RoundTrace
 from annotations.rounds.agreed import AgreedLabel, agreed_labels, agreed_labels_on_version
 from annotations.rounds.disagreements import round_adjudications, round_disagreements
@@ -25,7 +27,9 @@ from annotations.rounds.selectors import (
     rater_set_parse,
     round_access,
     round_list_for_project,
+    round_require_agreement_access,
     round_require_report_access,
+    round_require_trace_shown,
 )
 from annotations.rounds.serializers import (
     AgreedLabelOut,
@@ -83,7 +87,7 @@ class RoundListApi(ProjectScopedMixin, generics.ListAPIView):
     capability = {"GET": "view", "POST": "manage"}
 
     def get_queryset(self):
-        return round_list_for_project(project=self.project).select_related("project")
+        return round_list_for_project(project=self.project, user=self.request.user).select_related("project")
 
     @extend_schema(request=RoundCreateIn, responses={201: RoundOut})
     def post(self, request: Request, slug: str) -> Response:
@@ -107,7 +111,8 @@ class RoundListApi(ProjectScopedMixin, generics.ListAPIView):
             kind=d["kind"],
             by=request.user,
         )
-        out = round_list_for_project(project=self.project).select_related("project").get(pk=rnd.pk)
+        rounds = round_list_for_project(project=self.project, user=request.user)
+        out = rounds.select_related("project").get(pk=rnd.pk)
         return Response(RoundOut(out).data, status=status.HTTP_201_CREATED)
 
 
@@ -143,7 +148,8 @@ class RoundDetailApi(RoundScopedMixin, generics.RetrieveAPIView):
     serializer_class = RoundOut
 
     def get_object(self):
-        return round_list_for_project(project=self.project).select_related("project").get(pk=self.round.pk)
+        rounds = round_list_for_project(project=self.project, user=self.request.user)
+        return rounds.select_related("project").get(pk=self.round.pk)
 
 
 class RoundTransitionApi(RoundScopedMixin, APIView):
@@ -156,7 +162,8 @@ class RoundTransitionApi(RoundScopedMixin, APIView):
         data = RoundTransitionIn(data=request.data)
         data.is_valid(raise_exception=True)
         round_transition(round=self.round, by=request.user, **data.validated_data)
-        out = round_list_for_project(project=self.project).select_related("project").get(pk=self.round.pk)
+        rounds = round_list_for_project(project=self.project, user=request.user)
+        out = rounds.select_related("project").get(pk=self.round.pk)
         return Response(RoundOut(out).data)
 
 
@@ -223,13 +230,14 @@ class AdjudicationListApi(RoundScopedMixin, generics.ListAPIView):
 
     def get_queryset(self):
         round_require_report_access(user=self.request.user, round=self.round)
-        return round_adjudications(round=self.round)
+        return round_adjudications(round=self.round, user=self.request.user)
 
     @extend_schema(request=RoundAdjudicationIn, responses={200: RoundAdjudicationOut})
     def post(self, request: Request, pk: int) -> Response:
         data = RoundAdjudicationIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
+        round_require_trace_shown(user=request.user, round=self.round, trace_id=d["trace_id"])
         adj = adjudication_record(
             round=self.round,
             trace=d["trace_id"],
@@ -238,7 +246,8 @@ class AdjudicationListApi(RoundScopedMixin, generics.ListAPIView):
             note=d["note"],
             by=request.user,
         )
-        return Response(RoundAdjudicationOut(round_adjudications(round=self.round).get(pk=adj.pk)).data)
+        out = round_adjudications(round=self.round, user=request.user).get(pk=adj.pk)
+        return Response(RoundAdjudicationOut(out).data)
 
 
 class CommentListApi(RoundScopedMixin, generics.ListAPIView):
@@ -248,8 +257,9 @@ class CommentListApi(RoundScopedMixin, generics.ListAPIView):
 
     def get_queryset(self):
         round_require_report_access(user=self.request.user, round=self.round)
+        comments = DisagreementComment.objects.filter(round=self.round)
         return (
-            DisagreementComment.objects.filter(round=self.round)
+            round_work_visible_to(user=self.request.user, round=self.round, qs=comments)
             .select_related("mode", "author")
             .order_by("created_at", "id")
         )
@@ -260,6 +270,7 @@ class CommentListApi(RoundScopedMixin, generics.ListAPIView):
         data = RoundCommentIn(data=request.data)
         data.is_valid(raise_exception=True)
         d = data.validated_data
+        round_require_trace_shown(user=request.user, round=self.round, trace_id=d["trace_id"])
         c = disagreement_comment_add(
             round=self.round, trace=d["trace_id"], mode=d["mode"], body=d["body"], by=request.user
         )
@@ -280,7 +291,7 @@ class AgreementApi(RoundScopedMixin, APIView):
         responses={200: AgreementReportOut},
     )
     def get(self, request: Request, pk: int) -> Response:
-        round_require_report_access(user=request.user, round=self.round)
+        round_require_agreement_access(user=request.user, round=self.round)
         extra = rater_set_parse(request.query_params.get("raters", "humans"))
         report = agreement_report_get(round=self.round, extra_rater_ids=extra)
         return Response(agreement_report_json(report=report))

@@ -28,7 +28,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotations.labels.visibility import annotations_visible_to
+from annotations.labels.visibility import annotations_visible_to, round_withheld_trace_ids
 from annotations.models import Annotation, Attribution, AttributionDecision, Round, RoundAnnotator, RoundTrace
 from annotations.rounds.attribution_agreement import attribution_agreement
 from taxonomy.selectors import version_modes
@@ -288,8 +288,10 @@ class AttributionDisagreement:
 
 
 def round_attribution_disagreements(*, round: Round, user, status: str = "all", trace_id: int | None = None):
-    """Attribution disagreements of the round with each rater's answer, as the user may see them."""
-    units = [u for u in round_attribution_units(round=round) if u.unanimous is None]
+    """Attribution disagreements of the round with each rater's answer, as the user may see them:
+    none of a trace she is labelling blind again now (``round_withheld_trace_ids``)."""
+    withheld = round_withheld_trace_ids(user=user, round=round)
+    units = [u for u in round_attribution_units(round=round) if u.unanimous is None and u.trace_id not in withheld]
     if trace_id is not None:
         units = [u for u in units if u.trace_id == trace_id]
     if not units:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotations.models import Round
 from annotations.rounds.attribution import attribution_adjudicate, round_attribution_disagreements
-from annotations.rounds.selectors import round_get, round_require_report_access
+from annotations.rounds.selectors import round_get, round_require_report_access, round_require_trace_shown
 from annotations.rounds.views import _errors
 from traces.projects.selectors import project_get_for_user
 
@@ -60,6 +60,7 @@ def attribution_adjudicate_view(request: HttpRequest, slug: str, pk: int, trace_
     project, _ = project_get_for_user(user=request.user, slug=slug, capability="manage")
     rnd = round_get(project=project, round_id=pk)
     access = round_require_report_access(user=request.user, round=rnd)
+    round_require_trace_shown(user=request.user, round=rnd, trace_id=trace_id)
     items = round_attribution_disagreements(round=rnd, user=request.user, trace_id=trace_id)
     item = items[0] if items else None
     error = ""

@@ -15,10 +15,16 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotations.labels.visibility import round_withheld_trace_ids
 from annotations.models import Round
 from annotations.rounds.attribution_views import attribution_cards_context
 from annotations.rounds.disagreements import disagreement_evidence_steps, round_disagreements
-from annotations.rounds.selectors import round_get, round_modes, round_require_report_access
+from annotations.rounds.selectors import (
+    round_get,
+    round_modes,
+    round_require_report_access,
+    round_require_trace_shown,
+)
 from annotations.rounds.services import adjudication_record, disagreement_comment_add, round_revise_definition
 from annotations.rounds.views import _errors
 from taxonomy.models import FailureMode
@@ -70,6 +76,7 @@ def round_disagreements_page(request: HttpRequest, slug: str, pk: int) -> HttpRe
             "mode": mode,
             "modes": round_modes(version=rnd.taxonomy_version),
             "n_open": items.n_open if rnd.state == Round.State.REVIEW else 0,
+            "n_withheld": len(round_withheld_trace_ids(user=request.user, round=rnd)),
             "can_adjudicate": access.can_manage and rnd.state == Round.State.REVIEW,
             "can_comment": rnd.state in (Round.State.REVIEW, Round.State.CLOSED)
             and (access.can_manage or access.is_annotator),
@@ -126,6 +133,7 @@ def disagreement_adjudicate(request: HttpRequest, slug: str, pk: int, trace_id: 
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     rnd = round_get(project=project, round_id=pk)
     access = round_require_report_access(user=request.user, round=rnd)
+    round_require_trace_shown(user=request.user, round=rnd, trace_id=trace_id)
     error = ""
     try:
         adjudication_record(
@@ -147,6 +155,7 @@ def disagreement_comment(request: HttpRequest, slug: str, pk: int, trace_id: int
     project, role = project_get_for_user(user=request.user, slug=slug)
     rnd = round_get(project=project, round_id=pk)
     access = round_require_report_access(user=request.user, round=rnd)
+    round_require_trace_shown(user=request.user, round=rnd, trace_id=trace_id)
     error = ""
     try:
         disagreement_comment_add(

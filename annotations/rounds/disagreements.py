@@ -1,6 +1,8 @@
 """Reads for reviewing a round's disagreements: each rater's label side by side, adjudications
 and discussion, loaded lazily one page at a time. Labels pass through the blind rule
-(``annotations_visible_to``) for the viewer."""
+(``annotations_visible_to``) for the viewer, and so does the round's own work: a trace that she is
+labelling blind again in a draft or open round (``round_withheld_trace_ids``) is left out of the
+units, the consensus and the discussion, and every count is made of what is left."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 from django.db.models.functions import Left
 
-from annotations.labels.visibility import annotations_visible_to
+from annotations.labels.visibility import annotations_visible_to, round_withheld_trace_ids, round_work_visible_to
 from annotations.models import Adjudication, Annotation, DisagreementComment, ModeLabel, Round, RoundAnnotator
 from annotations.rounds.selectors import Unit, round_modes, round_units
 from taxonomy.models import FailureMode
@@ -91,7 +93,10 @@ class DisagreementList(Sequence):
             RoundAnnotator.objects.filter(round=rnd).values_list("user_id", "user__username"), key=lambda kv: kv[1]
         )
         comments: dict[tuple[int, int], list[DisagreementComment]] = defaultdict(list)
-        for c in DisagreementComment.objects.filter(round=rnd, trace_id__in=trace_ids).select_related("author"):
+        discussion = round_work_visible_to(
+            user=self.user, round=rnd, qs=DisagreementComment.objects.filter(round=rnd, trace_id__in=trace_ids)
+        )
+        for c in discussion.select_related("author"):
             comments[(c.trace_id, c.mode_id)].append(c)
         # Trace text can be megabytes: only what the page shows.
         traces = Trace.objects.only("id", "project_id", "title", "external_id", "mas_name").in_bulk(trace_ids)
@@ -133,10 +138,11 @@ def round_disagreements(
     Units decided unanimously are not disagreements and never appear here.
     Returns a lazy sequence (see ``DisagreementList``): slice it to page it.
     """
-    units = [u for u in round_units(round=round) if u.unanimous is None]
+    withheld = round_withheld_trace_ids(user=user, round=round)
+    units = [u for u in round_units(round=round) if u.unanimous is None and u.trace_id not in withheld]
     adjudications = {
         (a.trace_id, a.mode_id): a
-        for a in Adjudication.objects.filter(round=round)
+        for a in round_adjudications(round=round, user=user)
         .exclude(basis=Adjudication.Basis.UNANIMOUS)
         .select_related("by")
     }
@@ -175,9 +181,10 @@ def disagreement_evidence_steps(*, items: Sequence[Disagreement], chars: int = 4
     return found
 
 
-def round_adjudications(*, round: Round) -> QuerySet[Adjudication]:
+def round_adjudications(*, round: Round, user) -> QuerySet[Adjudication]:
+    """The round's consensus rows that ``user`` may see (none of a trace she is blind on now)."""
     return (
-        Adjudication.objects.filter(round=round)
+        round_work_visible_to(user=user, round=round, qs=Adjudication.objects.filter(round=round))
         .select_related("mode", "by", "trace")
         .order_by("trace_id", "mode__order", "mode__code")
     )

@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Exists, Max, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import Case, Count, Exists, Max, OuterRef, QuerySet, Subquery, Sum, Value, When
 from django.db.models.fields.json import KT
 from django.http import Http404
 
+from annotations.labels.visibility import round_report_withheld, round_withheld_trace_ids, rounds_withheld
 from annotations.models import (
     Adjudication,
     AgreementReport,
@@ -50,6 +51,8 @@ def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
 
     One query: the counts are subqueries, the headline is read out of the stored human report's
     JSON without loading the report; ``is_mine`` says whether ``user`` annotates in the round.
+    With ``user``, the headline of a round whose report is withheld from her (``rounds_withheld``:
+    it shares traces with a round she is labelling blind) is None.
     """
     headline = AgreementReport.objects.filter(round=OuterRef("pk"), rater_set=HUMANS)
     submitted = (
@@ -64,6 +67,9 @@ def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
         RoundAnnotator.objects.filter(round=OuterRef("pk")).order_by().values("round").annotate(n=Count("pk"))
     )
     mine = RoundAnnotator.objects.filter(round=OuterRef("pk"), user_id=getattr(user, "pk", None))
+    kappa = Subquery(headline.values(v=KT("data__mean_pairwise_kappa__value"))[:1])
+    if user is not None:  # an earlier round's report is withheld from who is blind on its traces
+        kappa = Case(When(pk__in=rounds_withheld(user=user, project=project), then=Value(None)), default=kappa)
     return (
         Round.objects.filter(project=project)
         .select_related("taxonomy_version__taxonomy")
@@ -72,7 +78,7 @@ def round_list_for_project(*, project: Project, user=None) -> QuerySet[Round]:
             n_traces=Subquery(n_traces.values("n")),
             n_annotators=Subquery(n_annotators.values("n")),
             n_submitted=Subquery(submitted),
-            headline_kappa=Subquery(headline.values(v=KT("data__mean_pairwise_kappa__value"))[:1]),
+            headline_kappa=kappa,
         )
         .order_by("created_at", "id")
     )
@@ -137,6 +143,27 @@ def round_require_report_access(*, user, round: Round) -> RoundAccess:
     access = round_access(user=user, round=round)
     if not access.can_see_report:
         raise PermissionDenied(access.why_not)
+    return access
+
+
+def round_require_trace_shown(*, user, round: Round, trace_id: int) -> None:
+    """Refuse to act (adjudicate, comment) on a trace of the round withheld from the user because
+    she is labelling it blind again now (``round_withheld_trace_ids``): its card is not shown to
+    her, so neither is what acting on it would answer."""
+    if int(trace_id) in round_withheld_trace_ids(user=user, round=round):
+        raise PermissionDenied(
+            f"Trace {trace_id} is being labelled blind again in a draft or open round you label in: "
+            "this round's work on it is withheld from you until that round goes to review."
+        )
+
+
+def round_require_agreement_access(*, user, round: Round) -> RoundAccess:
+    """``round_require_report_access`` for the agreement report itself (kappa per mode, pooled,
+    attribution): withheld entirely while some of the round's traces are labelled blind again
+    by the user (``round_report_withheld``), since it is computed from their labels."""
+    access = round_require_report_access(user=user, round=round)
+    if why := round_report_withheld(user=user, round=round):
+        raise PermissionDenied(why)
     return access
 
 
@@ -419,8 +446,14 @@ def round_kappa_trend(*, project: Project, user, imported: bool = False) -> list
             "round_id", flat=True
         )
     )
+    # reports withheld from her because they share a trace she is blind on now (``rounds_withheld``)
+    withheld = set(rounds_withheld(user=user, project=project).values_list("pk", flat=True))
     rounds = sorted(
-        (r for r in shown if _access(role=role, is_annotator=r.pk in mine, round=r).can_see_report),
+        (
+            r
+            for r in shown
+            if r.pk not in withheld and _access(role=role, is_annotator=r.pk in mine, round=r).can_see_report
+        ),
         key=lambda r: (r.opened_at or r.created_at, r.pk),
     )
     ids = [r.pk for r in rounds]
@@ -517,15 +550,21 @@ def round_units(*, round: Round) -> list[Unit]:
     return [Unit(t, m, {u: got.get((t, m), {}).get(u, "") for u in user_ids}) for t in trace_ids for m in mode_ids]
 
 
-def round_open_disagreement_count(*, round: Round) -> int:
+def round_open_disagreement_count(*, round: Round, user=None) -> int:
     """Units that still need a decision: raters differ (live, from the labels) and no adjudicator
-    or majority decision exists yet."""
+    or majority decision exists yet. With ``user``, only the units of traces she may see
+    (``round_withheld_trace_ids``)."""
+    withheld = round_withheld_trace_ids(user=user, round=round) if user is not None else set()
     decided = set(
         Adjudication.objects.filter(round=round)
         .exclude(basis=Adjudication.Basis.UNANIMOUS)
         .values_list("trace_id", "mode_id")
     )
-    return sum(1 for u in round_units(round=round) if u.unanimous is None and (u.trace_id, u.mode_id) not in decided)
+    return sum(
+        1
+        for u in round_units(round=round)
+        if u.unanimous is None and (u.trace_id, u.mode_id) not in decided and u.trace_id not in withheld
+    )
 
 
 def project_annotator_choices(*, project: Project) -> QuerySet:

@@ -35,7 +35,7 @@ from annotations.rounds.selectors import (
     round_modes,
     round_open_disagreement_count,
     round_progress,
-    round_require_report_access,
+    round_require_agreement_access,
     round_versions_for_project,
 )
 from annotations.rounds.services import (
@@ -226,7 +226,8 @@ def round_new(request: HttpRequest, slug: str) -> HttpResponse:
 def round_preview(request: HttpRequest, slug: str) -> HttpResponse:
     """htmx: the traces the create form would put in the round."""
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
-    form = RoundForm(request.POST or request.GET or None, project=project)
+    # always bound (an empty GET too), so ``cleaned_data`` exists for ``sampling_kwargs``
+    form = RoundForm(request.POST if request.method == "POST" else request.GET, project=project)
     form.is_valid()  # name/annotators may still be empty: only the sampling fields matter here
     ctx: dict[str, Any] = {"project": project}
     if any(f in form.errors for f in ("n", "seed", "trace_ids")):
@@ -277,7 +278,9 @@ def round_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "page": page,
             "my_traces": my_traces,
             "steps": [(key, label, i < reached, i == reached) for i, (key, label) in enumerate(STEPS)],
-            "open_disagreements": round_open_disagreement_count(round=rnd) if rnd.state == Round.State.REVIEW else 0,
+            "open_disagreements": (
+                round_open_disagreement_count(round=rnd, user=request.user) if rnd.state == Round.State.REVIEW else 0
+            ),
             "next_versions": list(
                 TaxonomyVersion.objects.filter(parent=rnd.taxonomy_version)
                 .select_related("taxonomy")
@@ -325,7 +328,7 @@ def round_action(request: HttpRequest, slug: str, pk: int, action: str) -> HttpR
 def round_report_page(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug)
     rnd = round_get(project=project, round_id=pk)
-    access = round_require_report_access(user=request.user, round=rnd)
+    access = round_require_agreement_access(user=request.user, round=rnd)
     extra_ids: list[int] = []
     raw = request.GET.getlist("rater")
     if raw:

@@ -159,13 +159,18 @@ def test_every_accepted_change_writes_history_with_before_and_after(ann, annotat
     assert events[1].after["notes"] == "second look"
 
 
-def test_open_codes_are_shared_across_the_project_with_counts(project, annotator, annotator2):
+def test_open_codes_are_one_codebook_counted_as_the_blind_rule_shows_them(project, manager, annotator, annotator2):
+    """One code per name across the project; each rater counts her own uses and others' only where
+    she may see their labels (issue 27: ann2's labels outside rounds are hidden from ann1)."""
     t1, t2 = make_trace(project, title="a"), make_trace(project, title="b")
     a1 = annotation_get_or_create(trace=t1, user=annotator, taxonomy_version=project.taxonomy_version)
     a2 = annotation_get_or_create(trace=t2, user=annotator2, taxonomy_version=project.taxonomy_version)
     save(a1, annotator, 0, [], open_codes=["endless loop", "wrong tool"])
     save(a2, annotator2, 0, [], open_codes=["endless   loop"])
     codes = [(c.name, c.n_uses) for c in open_code_list(project=project, user=annotator)]
+    assert codes == [("endless loop", 1), ("wrong tool", 1)]
+    assert [(c.name, c.n_uses) for c in open_code_list(project=project, user=annotator2)] == [("endless loop", 1)]
+    codes = [(c.name, c.n_uses) for c in open_code_list(project=project, user=manager)]
     assert codes == [("endless loop", 2), ("wrong tool", 1)]
 
 

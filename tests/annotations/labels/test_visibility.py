@@ -284,7 +284,9 @@ def test_a_shared_code_counts_only_the_uses_the_annotator_may_see(project, trace
     assert [(r["name"], r["n_uses"]) for r in rows] == [("loop", 1)]
 
 
-def test_open_codes_show_again_once_the_round_is_in_review(project, trace, annotator, annotator2):
+def test_open_codes_of_a_round_in_review_wait_for_her_own_submission(project, trace, annotator, annotator2):
+    """Issue 27: another rater's code is known where her labels are: in review, and only on a trace
+    the annotator has submitted herself (anti-anchoring), as on the labelling page."""
     rnd = make_round(project, traces=[trace], annotators=[annotator, annotator2])
     _coded(trace, annotator2, ["ann2 wording"], round=rnd)
     rnd.state = "review"
@@ -292,4 +294,4 @@ def test_open_codes_show_again_once_the_round_is_in_review(project, trace, annot
     client = APIClient()
     client.force_authenticate(annotator)
     names = [c["name"] for c in client.get(f"/api/projects/{project.slug}/open-codes/").json()["results"]]
-    assert names == ["ann2 wording"]
+    assert names == []

@@ -54,18 +54,18 @@ def test_the_registered_definition_decides_with_the_user_and_project(viewer, pro
 
 @pytest.mark.parametrize("registered", [True, False])
 def test_the_label_state_costs_no_query_of_its_own(
-    client, viewer, project, traces, monkeypatch, registered, django_assert_num_queries
+    client, manager, project, traces, monkeypatch, registered, django_assert_num_queries
 ):
     if not registered:
         monkeypatch.setattr(label_state, "_LABELLED", None)
-    client.force_login(viewer)
+    client.force_login(manager)
     # session, user, project, role, count, page rows
     with django_assert_num_queries(6):
         response = client.get("/api/projects/demo/traces/?labelled=no")
     assert response.json()["count"] == (2 if registered else 3)
 
 
-def test_the_list_page_marks_labelled_rows(client, viewer, project, traces):
-    client.force_login(viewer)
+def test_the_list_page_marks_labelled_rows(client, manager, project, traces):
+    client.force_login(manager)
     html = client.get(reverse("trace_list", args=["demo"])).content.decode()
     assert html.count('title="Has at least one submitted annotation">labelled</span>') == 1

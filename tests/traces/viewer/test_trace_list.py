@@ -72,11 +72,13 @@ def test_list_filters_by_outcome(viewer, project, mixed, outcome, key):
     assert ids(listed(viewer, project, outcome=outcome)) == [mixed[key].pk]
 
 
-def test_labelled_means_at_least_one_submitted_annotation(viewer, project, mixed):
+def test_labelled_means_at_least_one_submitted_annotation(manager, project, mixed):
+    # a manager: she may see every rater's labels, so every submission counts for her (issue 27:
+    # for a viewer or annotator only submissions the blind rule shows her do)
     submitted_annotation(mixed["chatdev"])
     submitted_annotation(mixed["ag2"], state="draft")
-    assert ids(listed(viewer, project, labelled="yes")) == [mixed["chatdev"].pk]
-    assert set(ids(listed(viewer, project, labelled="no"))) == {mixed["metagpt"].pk, mixed["ag2"].pk}
+    assert ids(listed(manager, project, labelled="yes")) == [mixed["chatdev"].pk]
+    assert set(ids(listed(manager, project, labelled="no"))) == {mixed["metagpt"].pk, mixed["ag2"].pk}
 
 
 def test_labels_from_an_imported_source_do_not_make_a_trace_labelled(viewer, project, mixed):
@@ -84,9 +86,9 @@ def test_labels_from_an_imported_source_do_not_make_a_trace_labelled(viewer, pro
     assert ids(listed(viewer, project, labelled="yes")) == []
 
 
-def test_rows_say_whether_they_are_labelled(viewer, project, mixed):
+def test_rows_say_whether_they_are_labelled(manager, project, mixed):
     submitted_annotation(mixed["metagpt"])
-    rows = trace_rows_mark_labelled(user=viewer, project=project, rows=listed(viewer, project))
+    rows = trace_rows_mark_labelled(user=manager, project=project, rows=listed(manager, project))
     flags = {t.pk: t.is_labelled for t in rows}
     assert flags == {mixed["chatdev"].pk: False, mixed["metagpt"].pk: True, mixed["ag2"].pk: False}
 
@@ -279,10 +281,10 @@ def test_search_count_stops_at_the_cap(client, viewer, project, monkeypatch):
 
 
 @pytest.mark.parametrize("n", [3, 60])
-def test_unfiltered_list_asks_the_label_state_once_for_the_page(client, viewer, project, n, django_assert_num_queries):
+def test_unfiltered_list_asks_the_label_state_once_for_the_page(client, manager, project, n, django_assert_num_queries):
     for _ in range(n):
         submitted_annotation(bare_trace(project))
-    client.force_login(viewer)
+    client.force_login(manager)
     # session, user, project, role, count, page rows, filter choices, which of the page's rows are labelled
     with django_assert_num_queries(8):
         html = client.get(reverse("trace_list", args=["demo"])).content.decode()
@@ -291,3 +293,13 @@ def test_unfiltered_list_asks_the_label_state_once_for_the_page(client, viewer, 
     with django_assert_num_queries(7):
         rows = client.get("/api/projects/demo/traces/").json()["results"]
     assert all(r["is_labelled"] for r in rows)
+
+
+def test_another_humans_submission_outside_rounds_does_not_make_a_trace_labelled_for_a_viewer(
+    viewer, manager, project, mixed
+):
+    """Issue 27: "labelled" follows the blind rule; a viewer does not see another human's labels
+    outside rounds, so she is not told that the trace was labelled either."""
+    submitted_annotation(mixed["chatdev"])
+    assert ids(listed(viewer, project, labelled="yes")) == []
+    assert ids(listed(manager, project, labelled="yes")) == [mixed["chatdev"].pk]
