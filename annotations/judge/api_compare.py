@@ -53,6 +53,7 @@ def _section_json(sec: dict, result: dict) -> dict:
             "units_unknown_after_mapping": sec["reference_unknown"],
             "mapping": sec["reference_mapping"],
             "why_no_reference": sec["why_no_reference"] or None,
+            "n_blind_traces_left_out": sec["n_blind_traces"],
             "n_boot": result["n_boot"],
             "min_reliable_traces": result["min_reliable"],
         },
@@ -67,6 +68,9 @@ def _section_json(sec: dict, result: dict) -> dict:
                 "units_unknown_after_mapping": r["unknown"],
                 "labels_without_mapping_path": r["no_path"],
                 "why_no_labels": r["note"] or None,
+                "n_excluded_traces": r["n_excluded"],
+                "excluded_reason": r["excluded_reason"] or None,
+                "cross_fitted": r["cross_fitted"] or None,
                 "pooled": _row(r["stats"]["pooled"]),
                 "modes": [{"code": c, **_row(m)} for c, m in zip(codes, r["stats"]["modes"], strict=True)],
                 "prevalence": [

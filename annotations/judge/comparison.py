@@ -18,7 +18,11 @@ Every judge measured on every version (decisions):
   unknown and left out, never guessed.
 - A run's labels are its rater's annotations of the run's traces (a later run of the same model
   and prompt replaces them); an imported rater's are all its annotations in the project.
-- The viewer's blind rule applies (``annotations_visible_to``), as on every judge page.
+- The viewer's blind rule applies (``annotations_visible_to`` for the judges' labels,
+  ``reference_visible_to`` for the reference: a trace she labels blind now has no reference).
+- A run is not scored on traces whose reference labels it saw (``excluded.scored_trace_exclusions``:
+  its few-shot examples); a cross-fitted baseline's answers count (each trace was predicted by a
+  model that did not see it), and the page says so.
 - The intervals use 1,000 resamples with a fixed seed, so the page, the API, the CSV and the
   LaTeX table show the same numbers.
 """
@@ -32,8 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from annotations.judge.comparison_stats import MIN_RELIABLE, STATS, compare
+from annotations.judge.excluded import cross_fit_note, scored_trace_exclusions
 from annotations.judge.prevalence import prevalence_three_ways
-from annotations.labels.visibility import annotations_visible_to
+from annotations.labels.visibility import annotations_visible_to, reference_visible_to
 from annotations.models import JudgeRun, ModeLabel, Rater, Round
 from annotations.rounds.agreed import agreed_labels_on_version
 from taxonomy.mapping import VersionMapper
@@ -214,12 +219,16 @@ def _section(
     version_label: dict[int, str],
     working_id: int,
     n_boot: int,
+    user,
+    left_out_of: dict[str, tuple[set[int], str]],
 ) -> dict:
     """The comparison on one version (see the module doc)."""
     modes = version_modes(version=version)
     codes = [m.code for m in modes]
     agreed = agreed_labels_on_version(project=project, target=version, round=round)
-    ref: Labels = {(t, c): v for t, vals in agreed.labels.items() for c, v in vals.items()}
+    everything: Labels = {(t, c): v for t, vals in agreed.labels.items() for c, v in vals.items()}
+    ref = reference_visible_to(user=user, project=project, reference=everything)
+    n_blind = len({t for t, _ in everything}) - len({t for t, _ in ref})
     ref_mapped = agreed.via_mapping
     ref_traces = sorted({t for t, _ in ref})
     ref_m = _matrix(ref, ref_traces, codes)
@@ -236,12 +245,14 @@ def _section(
         if c.note and own[s.key] != version.pk:
             left_out.append({"source": s, "why": c.note})
             continue
-        stats = compare(ref_m, _matrix(c.labels, ref_traces, codes), n_boot=n_boot, seed=SEED)
+        excluded, excluded_why = left_out_of.get(s.key, (set(), ""))
+        scored = {k: v for k, v in c.labels.items() if k[0] not in excluded} if excluded else c.labels
+        stats = compare(ref_m, _matrix(scored, ref_traces, codes), n_boot=n_boot, seed=SEED)
         for code, row in zip(codes, stats["modes"], strict=True):
             row["why"] = c.why.get(code, "")
         judged = sorted({t for t, _ in c.labels})
         j_m = _matrix(c.labels, judged, codes)
-        h_m = _matrix(ref, judged, codes)
+        h_m = _matrix({k: v for k, v in ref.items() if k[0] not in excluded}, judged, codes)
         prevalence = []
         for j, m in enumerate(modes):
             known = ~np.isnan(j_m[:, j])
@@ -259,6 +270,9 @@ def _section(
                 "unknown": c.unknown,
                 "no_path": c.no_path,
                 "note": c.note,
+                "n_excluded": len(excluded & {t for t, _ in ref}),
+                "excluded_reason": excluded_why,
+                "cross_fitted": left_out_of.get(s.key + ":cross_fit", ""),
             }
         )
     pairs = []
@@ -286,6 +300,7 @@ def _section(
         "modes": modes,
         "mode_rows": [(m, [r["stats"]["modes"][j] for r in raters]) for j, m in enumerate(modes)],
         "n_reference_traces": len(ref_traces),
+        "n_blind_traces": n_blind,
         "reference_via_mapping": ref_mapped,
         "reference_unknown": agreed.n_unknown,
         "reference_mapping": agreed.mapping,
@@ -309,6 +324,13 @@ def judge_comparison(
     working version; ``taxonomy_version`` asks for that one version only."""
     labels = {s.key: _source_labels(user=user, project=project, source=s) for s in sources}
     own = {s.key: s.version_id or labels[s.key].own_version for s in sources}
+    runs = JudgeRun.objects.in_bulk([int(s.key[4:]) for s in sources if s.key.startswith("run:")])
+    left_out_of: dict = {}
+    for s in sources:
+        run = runs.get(int(s.key[4:])) if s.key.startswith("run:") else None
+        if run is not None:
+            left_out_of[s.key] = scored_trace_exclusions(run)
+            left_out_of[s.key + ":cross_fit"] = cross_fit_note(run)
     working = project.taxonomy_version
     if taxonomy_version is not None:
         wanted = [taxonomy_version.pk]
@@ -328,6 +350,8 @@ def judge_comparison(
             version_label=version_label,
             working_id=working.pk,
             n_boot=n_boot,
+            user=user,
+            left_out_of=left_out_of,
         )
         for vid in wanted
     ]

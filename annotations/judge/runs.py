@@ -118,13 +118,14 @@ def judge_trace_ids(
 
 
 def _few_shot(project: Project, version: TaxonomyVersion) -> list[dict]:
-    from annotations.rounds.agreed import agreed_labels
+    """Examples from the agreed labels carried onto ``version`` through the mappings; a trace where
+    the mapping leaves a mode undecided is not shown (its answer would have to guess that mode)."""
+    from annotations.rounds.agreed import agreed_labels_on_version
 
-    by_trace: dict[int, list[str]] = {}
-    for a in agreed_labels(project=project, taxonomy_version=version):
-        by_trace.setdefault(a.trace_id, [])
-        if a.decision == "present":
-            by_trace[a.trace_id].append(a.mode_code)
+    agreed = agreed_labels_on_version(project=project, target=version)
+    by_trace: dict[int, list[str]] = {
+        t: [c for c, v in values.items() if v == 1] for t, values in agreed.labels.items() if t not in agreed.unknown
+    }
     codes = [m.code for m in version_modes(version=version)]
     # Prefer traces with several agreed failures: they teach the most per character.
     chosen = sorted(by_trace, key=lambda t: (-len(by_trace[t]), t))[:FEW_SHOT_N]

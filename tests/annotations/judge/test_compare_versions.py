@@ -159,3 +159,39 @@ def test_a_run_on_the_new_version_is_scored_against_labels_carried_onto_it(proje
     assert api["reference_via_mapping"] == q["reference_via_mapping"] and api["taxonomy_version"] == v2.label
     page = client.get(reverse("annotations:judge_quality", args=[project.slug, run.pk])).content.decode()
     assert "came from other versions through the recorded mappings" in page
+
+
+def test_a_manager_labelling_a_trace_blind_compares_without_its_consensus(project, manager, annotator, llm_server):
+    from tests.annotations.rounds_factories import make_open_round
+
+    v1, v2, run, rater = _world(project, manager, llm_server)
+    before = judge_comparison(project=project, user=manager, sources=[run], n_boot=20)["sections"][0]
+    shared = project.traces.order_by("pk").first()
+    make_open_round(project, manager=manager, annotators=[manager, annotator], traces=[shared], name="Blind again")
+    after = judge_comparison(project=project, user=manager, sources=[run], n_boot=20)["sections"][0]
+    assert before["n_reference_traces"] == 6 and before["n_blind_traces"] == 0
+    assert after["n_reference_traces"] == 5 and after["n_blind_traces"] == 1
+
+
+def test_few_shot_examples_are_left_out_of_the_runs_scores_on_compare_judges(project, manager, llm_server):
+    from annotations.judge.excluded import scored_trace_exclusions
+
+    v1, v2, _run, _rater = _world(project, manager, llm_server)
+    run = drive(
+        judge_run_create(
+            project=project,
+            by=manager,
+            provider="openai",
+            base_url=llm_server.url,
+            model="m",
+            few_shot=True,
+            start=False,
+        )
+    )
+    excluded, why = scored_trace_exclusions(run)
+    assert run.state == "done" and excluded, run.error
+    source = next(c for c in comparison_choices(project=project) if c.key == f"run:{run.pk}")
+    sec = judge_comparison(project=project, user=manager, sources=[source], n_boot=20)["sections"][0]
+    (row,) = sec["raters"]
+    assert row["n_excluded"] == len(excluded) and row["excluded_reason"] == why
+    assert row["stats"]["pooled"]["n_traces"] == 6 - len(excluded)

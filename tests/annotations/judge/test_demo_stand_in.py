@@ -65,7 +65,8 @@ def test_after_seeding_the_demo_connection_answers_and_a_new_run_completes_on_a_
     conn = ProviderConnection.objects.get(project=project, name=judge_demo.CONNECTION)
     assert conn.base_url == stand_in and "stand-in" in conn.name and "not a real model" in conn.name
     seeded = JudgeRun.objects.filter(connection=conn)
-    assert sorted(seeded.values_list("provider", "state")) == [("mast", "done"), ("openai", "done")]
+    # the project's prompt twice (its self-agreement) and the MAST official judge
+    assert sorted(seeded.values_list("provider", "state")) == [("mast", "done"), ("openai", "done"), ("openai", "done")]
 
     # Seeding is over; the stand-in still answers.
     probe = connection_test(connection=conn)
