@@ -95,5 +95,6 @@ def test_earlier_judges_keep_their_numbers_after_the_project_moves_to_a_revised_
     page.wait_for_selector("#judge-progress[data-state=done]", timeout=60000)
     baseline = JudgeRun.objects.get(provider="baseline")
     assert baseline.taxonomy_version == v2 and baseline.state == "done", baseline.error
-    assert "cross-fitted" in page.locator("main").inner_text()
+    page.reload()  # the run page, as it reads once the run is done
+    assert "cross-fitted: each trace was predicted by a model that did not see it" in page.locator("main").inner_text()
     screenshot(page, "judge-baseline-cross-fitted")
