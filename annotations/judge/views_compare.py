@@ -19,6 +19,7 @@ from annotations.judge.comparison import (
     judge_comparison,
 )
 from annotations.judge.imported import imported_raters, rater_import
+from annotations.judge.reliability import judge_reliability_pairs
 from annotations.models import Round
 from taxonomy.models import TaxonomyVersion
 from traces.projects.selectors import project_get_for_user
@@ -105,6 +106,7 @@ def judge_compare_page(request, slug):
             "problems": problems,
             "result": result,
             "unreliable": unreliable,
+            "reliability_pairs": judge_reliability_pairs(project=project) if result else [],
             "query": request.GET.urlencode(),
             "nav": "projects",
         },
