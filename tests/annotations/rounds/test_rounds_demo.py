@@ -71,10 +71,10 @@ def test_demo_trend_shows_both_series_and_a_provisional_point(ctx):
     seed(ctx)
     seed_blind_round(ctx)
     attribution_demo.seed(ctx)
-    chart = trend_chart(round_kappa_trend(project=ctx.project, user=ctx.users["alice"]))
+    chart = trend_chart(round_kappa_trend(project=ctx.project, user=ctx.users["manager"]))
     shown = [(p["name"], p["series"], p["provisional"]) for p in chart["points"]]
     assert shown == [
         ("Pilot round", "modes", False),
         ("Round 2", "modes", True),
         (attribution_demo.ROUND, "attribution", False),
-    ]  # alice labels the open blind round: it is not there
+    ]  # the open blind round is not there (alice, who labels it, is not shown the rounds sharing its traces)

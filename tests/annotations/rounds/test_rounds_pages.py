@@ -66,8 +66,9 @@ def test_round_list_query_count_does_not_grow_with_rounds(
     list_url = reverse("annotations:round_list", kwargs={"slug": "demo"})
     c.get(list_url)
     # session, user, project, membership, rounds (one query with subqueries), the trend's rounds in review
-    # or closed, which of them the user annotates (the report's access rule), their reports and versions
-    with django_assert_num_queries(9):
+    # or closed, which of them the user annotates (the report's access rule), which reports are withheld
+    # from her (the blind rule), their reports and versions
+    with django_assert_num_queries(10):
         assert c.get(list_url).status_code == 200
 
 
@@ -242,7 +243,7 @@ def test_report_page_query_count_is_pinned(review_round, manager, django_assert_
     # stored report is not recomputed (and holds the mode
     # x rater view's prevalences), and the modes of the (published) version come from
     # version_modes' cache, filled by the first request.
-    with django_assert_num_queries(18):  # +1: is the report withheld (shared traces)
+    with django_assert_num_queries(20):  # +1: is the report withheld (shared traces); +1 the trend's withheld rounds
         assert c.get(url("round_report", review_round)).status_code == 200
 
 
@@ -423,8 +424,9 @@ def test_round_list_query_count_with_closed_rounds_does_not_grow(
     c = client_for(manager)
     list_url = reverse("annotations:round_list", kwargs={"slug": "demo"})
     c.get(list_url)
-    # 6 + which rounds the user annotates + the rounds' reports and versions, whatever their number
-    with django_assert_num_queries(9):
+    # 6 + which rounds the user annotates + which are withheld (the blind rule) + the rounds' reports and
+    # versions, whatever their number
+    with django_assert_num_queries(10):
         html = c.get(list_url).content.decode()
     assert html.count('class="rd-xlabel"') == 3
 
