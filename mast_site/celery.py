@@ -2,7 +2,7 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.concurrency.thread import TaskPool as ThreadTaskPool
 from celery.signals import worker_ready
 
@@ -10,15 +10,38 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mast_site.settings")
 
 app = Celery("mast_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# The task modules, imported by a worker when it starts (their worker_ready handlers sweep for
-# jobs a dead worker left). A web process imports a task module where it sends the task, so
-# loading Django does not load the judge's model clients or scikit-learn.
+# The task modules, imported by a worker when it starts (SweepOnConnect below sends their sweeps,
+# which pick up the jobs a dead worker left). A web process imports a task module where it sends
+# the task, so loading Django does not load the judge's model clients or scikit-learn.
 app.conf.imports = (
     "traces.jobs",
     "traces.importing.tasks",
     "annotations.judge.tasks",
     "annotations.releases.tasks",
 )
+
+# The sweeps that bring back the jobs of a dead worker (traces/jobs.py; annotations/judge/tasks.py).
+# Each repeats with a countdown while it has work; the jobs sweep, sent on connect, also sends every
+# queued job's task again (a restarted broker may have lost it; a duplicate exits at once).
+SWEEPS = {"traces.jobs_sweep": {"resend_queued": True}, "annotations.judge_sweep": {}}
+
+
+class SweepOnConnect(bootsteps.StartStopStep):
+    """Send the sweeps every time the worker's consumer connects to the broker: when the worker
+    starts (it picks up what a dead predecessor left), and again after the broker came back. A
+    worker that loses its broker connection drops the countdown messages it held, the sweeps' next
+    runs among them (celery's Consumer.on_close clears its timer), and a restarted Redis without
+    persistence has lost every message it held: without this, the jobs whose messages were lost
+    would wait for the next worker start (tests/test_crash_recovery.py)."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, c) -> None:
+        for name, kwargs in SWEEPS.items():
+            c.app.send_task(name, kwargs=kwargs, countdown=1)
+
+
+app.steps["consumer"].add(SweepOnConnect)
 
 # How often a threads-pool worker's event loop wakes up at the least (seconds); see below.
 THREADS_POOL_TICK = 0.05

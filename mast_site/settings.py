@@ -269,6 +269,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = False  # opted into per task, only where the task is idempotent
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker that loses the broker (Redis restarted) lets its running tasks finish: every job writes
+# its results to PostgreSQL, not to the broker, and the late ack that then fails only means a
+# redelivery, which the job's lock or claim turns away. Sweeps are sent again on reconnect
+# (mast_site/celery.py SweepOnConnect).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Import and release jobs whose worker died (traces/jobs.py): attempts before a job is failed,
 # how often the sweep runs while jobs run, when a queued job's message is sent again.
 MAST_JOB_MAX_ATTEMPTS = env.int("MAST_JOB_MAX_ATTEMPTS", default=3)

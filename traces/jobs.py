@@ -17,13 +17,15 @@ follow these rules; judge runs have their own per-item leases (``annotations.jud
 * **An attempt.** Holding the lock, the task marks the job running and counts one attempt. A job
   found running by the task itself (its last worker died before any sweep noticed) is cleaned up
   first, like the sweep does.
-* **The sweep** (task ``traces.jobs_sweep``) runs when a worker starts and then every
-  ``MAST_JOB_SWEEP_SECONDS`` while any job is queued or running. A running job whose lock is free
+* **The sweep** (task ``traces.jobs_sweep``) runs when a worker connects to the broker (it
+  starts, or the broker came back) and then every ``MAST_JOB_SWEEP_SECONDS`` while any job is
+  queued or running. A running job whose lock is free
   lost its worker: the kind's ``reset`` removes what the attempt left (the database part rolled
   back with the dead connection), and the job is queued again, or, once ``MAST_JOB_MAX_ATTEMPTS``
   attempts have died, marked failed with the kind's message. A job queued for longer than
   ``MAST_JOB_QUEUED_RESEND_SECONDS`` is sent again (its message may have been prefetched by a
-  worker that died); a duplicate delivery is harmless (the lock, then the status, stop it).
+  worker that died), and on a (re)connect every queued job is (a restarted broker may have lost
+  its messages); a duplicate delivery is harmless (the lock, then the status, stop it).
 * **Retry** (``job_retry``) puts a failed job back in the queue as a fresh job (0 attempts).
 """
 
@@ -37,7 +39,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import F
@@ -135,6 +136,27 @@ def job_lock_held(*, kind: JobKind, pk: int) -> bool:
         return bool(cursor.fetchone()[0])
 
 
+def database_connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` came of losing the database connection (the server restarted, shut down or
+    dropped it) rather than of the job: then the job must not be failed for it. The attempt's work
+    rolled back with the connection, and its lock went with it: the sweep runs the job again.
+
+    Told by the SQLSTATE anywhere in the exception's chain (class 08, connection exception; 57P,
+    the server shutting down or ending the session), or, for an error without one ("the connection
+    is closed"), by this thread's connection being unusable."""
+    from django.db import InterfaceError, OperationalError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        state = getattr(seen, "sqlstate", None)
+        if state and (state.startswith("08") or state.startswith("57P")):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    if not isinstance(exc, OperationalError | InterfaceError) or getattr(exc.__cause__, "sqlstate", None):
+        return False
+    return connection.connection is None or not connection.is_usable()
+
+
 # ---------------------------------------------------------------- running a job
 
 
@@ -213,14 +235,14 @@ def job_recover(*, kind: JobKind, pk: int, now: datetime | None = None) -> Any |
     return job
 
 
-def _sweep_kind(kind: JobKind, now: datetime) -> bool:
+def _sweep_kind(kind: JobKind, now: datetime, resend_all: bool = False) -> bool:
     rows = list(kind.model.objects.filter(status__in=ACTIVE).values_list("pk", "status", "queued_at"))
-    resend_before = now - timedelta(seconds=float(settings.MAST_JOB_QUEUED_RESEND_SECONDS))
+    resend_before = now if resend_all else now - timedelta(seconds=float(settings.MAST_JOB_QUEUED_RESEND_SECONDS))
     for pk, status, queued_at in rows:
         if status == RUNNING:
             if not job_lock_held(kind=kind, pk=pk):
                 job_recover(kind=kind, pk=pk, now=now)
-        elif queued_at < resend_before:
+        elif queued_at <= resend_before:
             with transaction.atomic():
                 if kind.model.objects.filter(pk=pk, status=QUEUED).update(queued_at=now):
                     _send_after_commit(kind, pk)
@@ -229,13 +251,16 @@ def _sweep_kind(kind: JobKind, now: datetime) -> bool:
     return bool(rows)
 
 
-def jobs_sweep(*, now: datetime | None = None) -> bool:
-    """Recover the jobs of every registered kind; True while some job is queued or running."""
+def jobs_sweep(*, now: datetime | None = None, resend_queued: bool = False) -> bool:
+    """Recover the jobs of every registered kind; True while some job is queued or running.
+
+    ``resend_queued``: send every queued job's task again, however recently it was sent (the
+    broker may have lost it: a worker sweeps so when it (re)connects to the broker)."""
     now = now or timezone.now()
     active = False
     for kind in job_kinds():
         try:
-            active = _sweep_kind(kind, now) or active
+            active = _sweep_kind(kind, now, resend_queued) or active
         except Exception:  # noqa: BLE001 - one kind's bug must not stop the sweep of the others
             logger.exception("the sweep of %s jobs failed", kind.name)
             active = True  # try again later
@@ -263,13 +288,8 @@ def job_retry(
 
 
 @shared_task(name="traces.jobs_sweep", acks_late=True, ignore_result=True)
-def jobs_sweep_task() -> None:
-    """Recover import and release jobs whose worker died; repeats while any job is queued or running."""
-    if jobs_sweep():
+def jobs_sweep_task(resend_queued: bool = False) -> None:
+    """Recover import and release jobs whose worker died; repeats while any job is queued or running.
+    A worker sends it with ``resend_queued`` when it connects to the broker (mast_site/celery.py)."""
+    if jobs_sweep(resend_queued=resend_queued):
         jobs_sweep_task.apply_async(countdown=sweep_seconds())
-
-
-@worker_ready.connect
-def _sweep_on_worker_start(sender=None, **kwargs) -> None:
-    # A worker that starts, or restarts after a crash, picks up the jobs its predecessor left.
-    jobs_sweep_task.apply_async(countdown=1)

@@ -20,7 +20,10 @@ How a run moves (one Celery task per trace, at most ``run.concurrency`` in fligh
    A stale duplicate task carries an old ``claim`` number and exits without work.
 
 A whole-run provider (the baseline, ``baseline.py``) is one start task that labels every item
-itself; dispatch only finishes it, and the sweep restarts it when it has been silent too long.
+itself, holding the run's liveness lock (``whole_run_lock``, the advisory lock of
+``traces.jobs``, released by the server when the worker's connection drops); dispatch only
+finishes it, and the sweep, which repeats every ``MAST_JOB_SWEEP_SECONDS`` while such a run is
+running, starts it again as soon as it is running and its lock is free (its worker died).
 
 Locks: a result transaction locks its item first and the run row last (its counters are the
 final statement, so the run row is held only for the commit); dispatch, sweep and resume lock the
@@ -35,6 +38,7 @@ rather than a process-wide switch, so no other thread or caller can change where
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -49,8 +53,26 @@ from annotations.judge import sql as judge_sql
 from annotations.judge.providers import provider_get
 from annotations.labels.bulk import sql_fetchone
 from annotations.models import JudgeItem, JudgeRun
+from traces.jobs import JobKind, job_lock, job_lock_held, sweep_seconds
 
-BASELINE_STALE = timedelta(minutes=10)
+# The liveness lock of a whole-run task (the baseline): only its lock class and name are used
+# (traces.jobs.job_lock); the judge sweep, not the jobs sweep, looks after these runs.
+WHOLE_RUN = JobKind(
+    name="judge-run",
+    lock_class=0x4D414A4A,  # "MAJJ"; imports use 0x4D414A49, releases 0x4D414A52
+    model=JudgeRun,
+    send=lambda pk: None,
+    reset=lambda run: None,
+    stopped_message="",
+)
+
+
+def whole_run_lock(run_id: int):
+    """Hold a whole-run task's liveness lock for the with-block; yields False if another worker holds it."""
+    return job_lock(kind=WHOLE_RUN, pk=run_id)
+
+
+logger = logging.getLogger(__name__)
 
 
 def lease_seconds(run: JudgeRun) -> float:
@@ -230,10 +252,12 @@ def judge_sweep(*, now=None, dispatcher: Dispatcher = CELERY) -> float | None:
     wait: float | None = None
     for run in JudgeRun.objects.filter(state__in=[JudgeRun.State.RUNNING, JudgeRun.State.QUEUED]):
         if not provider_get(run.provider).per_trace:
-            # A whole-run task writes a batch at a time; silent for this long = its worker died.
-            if run.state == JudgeRun.State.QUEUED or run.updated_at < now - BASELINE_STALE:
+            # A running whole-run task holds the run's lock; a free lock means its worker died.
+            if run.state == JudgeRun.State.QUEUED or not job_lock_held(kind=WHOLE_RUN, pk=run.pk):
+                logger.warning("judge run %s (%s) has no live worker; started again", run.pk, run.provider)
                 JudgeRun.objects.filter(pk=run.pk).update(updated_at=now)
                 transaction.on_commit(lambda run_id=run.pk: dispatcher.restart(run_id))
+            wait = sweep_seconds() if wait is None else min(wait, sweep_seconds())
             continue
         if run.state == JudgeRun.State.QUEUED:
             judge_run_start(run_id=run.pk, dispatcher=dispatcher)

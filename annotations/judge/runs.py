@@ -18,7 +18,7 @@ from django.utils import timezone
 from annotations.judge import prompting
 from annotations.judge.baseline import baseline_run_execute
 from annotations.judge.connections import connection_adaptations
-from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch
+from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch, whole_run_lock
 from annotations.judge.prompts import prompt_template_active
 from annotations.judge.providers import PROVIDERS, baseline_model, provider_get
 from annotations.judge.providers.base import RunConfig
@@ -279,7 +279,19 @@ def judge_run_create(
 def judge_run_start(*, run_id: int, dispatcher: Dispatcher = CELERY) -> None:
     """queued -> running, then fill the concurrency slots (baseline: train and label what is left).
 
-    Safe to call again on a running run (a redelivered start task, a sweep)."""
+    Safe to call again on a running run (a redelivered start task, a sweep). A whole-run
+    provider's task runs under the run's liveness lock (``dispatch.whole_run_lock``): a second
+    delivery while it runs exits, and the sweep restarts the run once its worker is gone."""
+    provider = JudgeRun.objects.filter(pk=run_id).values_list("provider", flat=True).first()
+    if provider is not None and not provider_get(provider).per_trace:
+        with whole_run_lock(run_id) as held:
+            if held:
+                _start(run_id, dispatcher)
+        return
+    _start(run_id, dispatcher)
+
+
+def _start(run_id: int, dispatcher: Dispatcher) -> None:
     with transaction.atomic():
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
         if run.state == JudgeRun.State.QUEUED:

@@ -12,12 +12,16 @@ per-run limit is enforced in the database (dispatch.judge_run_dispatch), not by 
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
-from celery.signals import worker_ready
 
 from annotations.judge.dispatch import ChainDispatcher, judge_sweep
 from annotations.judge.runs import judge_run_start
 from annotations.judge.worker import judge_item_process
+from traces.jobs import sweep_seconds
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="annotations.judge_run_start", acks_late=True, ignore_result=True)
@@ -37,13 +41,14 @@ def prelabel_trace(item_id: int, claim: int | None = None) -> str:
 
 @shared_task(name="annotations.judge_sweep", acks_late=True, ignore_result=True)
 def judge_sweep_task() -> None:
-    """Re-dispatch running runs (re-claims items whose worker died); repeats while runs are running."""
-    wait = judge_sweep()
+    """Re-dispatch running runs (re-claims items whose worker died); repeats while runs are running.
+
+    A sweep that fails (the database dropped the worker's connection: a restart, a failover)
+    still sends the next one: it is the only thing that brings the runs of a dead worker back."""
+    try:
+        wait = judge_sweep()
+    except Exception:
+        logger.exception("the judge sweep failed; trying again in %s s", sweep_seconds())
+        wait = sweep_seconds()
     if wait is not None:
         judge_sweep_task.apply_async(countdown=wait)
-
-
-@worker_ready.connect
-def _sweep_on_worker_start(sender=None, **kwargs) -> None:
-    # A worker that starts (or restarts after a crash) picks up runs left running.
-    judge_sweep_task.apply_async(countdown=1)

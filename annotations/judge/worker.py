@@ -58,6 +58,7 @@ from annotations.labels.bulk import (
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, ProviderConnection, Rater
 from taxonomy.models import FailureMode
 from taxonomy.selectors import version_modes
+from traces.jobs import database_connection_lost
 
 log = logging.getLogger(__name__)
 
@@ -277,6 +278,8 @@ def judge_item_process(*, item_id: int, claim: int | None = None, dispatcher: Di
         run_stop(run_id=run.pk, message=message)
         return "stopped"
     except Exception as exc:  # a bug must not leave the item claimed for ever
+        if database_connection_lost(exc):
+            raise  # not the trace's fault: its lease runs out and the sweep claims it again
         log.exception("judge item %s crashed", item_id)
         _item_failed(item, run, dispatcher, error=f"internal error: {type(exc).__name__}: {exc}"[:1000])
         outcome = "failed"

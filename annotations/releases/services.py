@@ -43,7 +43,14 @@ from annotations.releases.selectors import (
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes
-from traces.jobs import job_lock_held, job_queue_after_commit, job_recover, job_retry, job_running
+from traces.jobs import (
+    database_connection_lost,
+    job_lock_held,
+    job_queue_after_commit,
+    job_recover,
+    job_retry,
+    job_running,
+)
 from traces.models import Project
 from traces.projects.selectors import user_can
 
@@ -315,6 +322,8 @@ def _build(release_id: int) -> None:
         work_dir.rename(final_dir)
     except Exception as exc:
         shutil.rmtree(work_dir, ignore_errors=True)
+        if database_connection_lost(exc):
+            raise  # not the build's fault: left running, the sweep builds it again
         Release.objects.filter(pk=release.pk).update(
             status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
         )

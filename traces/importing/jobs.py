@@ -42,7 +42,14 @@ from django.utils import timezone
 from traces.importing.results import ImportProgress, TraceImportError
 from traces.importing.service import IMPORT_FORMATS, traces_import
 from traces.importing.sources import import_limits, upload_size
-from traces.jobs import JobKind, JobNotRetryable, job_queue_after_commit, job_retry, job_running
+from traces.jobs import (
+    JobKind,
+    JobNotRetryable,
+    database_connection_lost,
+    job_queue_after_commit,
+    job_retry,
+    job_running,
+)
 from traces.models import ImportJob, Project
 
 logger = logging.getLogger(__name__)
@@ -197,6 +204,11 @@ def _import(job: ImportJob) -> None:
         fields.update(n_imported=0, n_duplicates=0, n_merged=0, report=e.files)
         shutil.rmtree(job.upload_dir, ignore_errors=True)  # the same input would be refused again
     except Exception as e:  # noqa: BLE001 - a job must end in a state a person can read
+        if database_connection_lost(e):
+            # Not the import's fault: left running, its lock gone with the connection, the sweep
+            # runs it again (MAST_JOB_MAX_ATTEMPTS bounds how often).
+            logger.warning("import job %s lost its database connection; the sweep runs it again", job.pk)
+            raise
         logger.exception("import job %s crashed", job.pk)
         fields = {"status": ImportJob.Status.FAILED, "failure": ImportJob.Failure.STOPPED}
         fields["error"] = f"internal error: {type(e).__name__}: {e}"
