@@ -8,7 +8,8 @@ answer in batches, under the run's row lock. The answer for a training trace is 
 (``baseline_model.cross_fit``: predicted by the model of the other folds, which never saw it), so
 every score read from the run's labels (judge quality, Compare judges, corrected shares) is
 honest; other traces get the model fitted on all training traces. Idempotent: done items are skipped, so a
-restarted task (the sweep restarts a run as soon as its lock, `dispatch.whole_run_lock`, is free: its worker died) finishes the rest.
+restarted task (the sweep restarts a run as soon as its lock, `dispatch.whole_run_lock`, is free:
+its worker died) finishes the rest.
 """
 
 from __future__ import annotations
