@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install services lint bench clean-demo check-deploy
+.PHONY: demo test install services lint bench clean-demo check-deploy outdated
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: install
 # ensure_services.sh is sourced: where it starts the embedded PostgreSQL, it exports its URL for the suite.
 test: install
 	bash -c '. scripts/ensure_services.sh && exec scripts/test.sh $(ARGS)'
+
+# Runtime pins behind the package index (a report; scripts/test.sh prints it too).
+outdated: install
+	$(BIN)/python scripts/outdated.py
 
 lint: install
 	$(BIN)/ruff check .

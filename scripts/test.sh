@@ -14,6 +14,8 @@ if command -v psql >/dev/null; then
     || psql "${DATABASE_URL%/*}/postgres" -qc "CREATE DATABASE \"$db\"" || true
 fi
 .venv/bin/ruff check .
+# A report, never a failure: runtime pins behind the package index (scripts/outdated.py).
+.venv/bin/python scripts/outdated.py || true
 .venv/bin/lint-imports --no-cache >/dev/null || { .venv/bin/lint-imports --no-cache | sed -n '/Broken contracts/,$p' >&2
   echo "ERROR: an import breaks a layer contract (pyproject.toml [tool.importlinter])." >&2; exit 1; }
 .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null || {
