@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import types
 import warnings
 from pathlib import Path
 from urllib.parse import quote
@@ -28,7 +29,7 @@ DEFAULT_DATABASE = "mast"
 USER = "postgres"  # the superuser the wheel's initdb creates
 
 
-def _pgserver():
+def _pgserver() -> types.ModuleType:
     """The wheel's modules. It keeps its lock file in the user's runtime directory, falling back
     to /tmp/runtime-<uid> where there is none (a root shell, a container): platformdirs warns."""
     with warnings.catch_warnings():

@@ -18,6 +18,7 @@ fi
 .venv/bin/python scripts/outdated.py || true
 .venv/bin/lint-imports --no-cache >/dev/null || { .venv/bin/lint-imports --no-cache | sed -n '/Broken contracts/,$p' >&2
   echo "ERROR: an import breaks a layer contract (pyproject.toml [tool.importlinter])." >&2; exit 1; }
+.venv/bin/mypy --no-error-summary || { echo "ERROR: mypy found type errors ([tool.mypy] in pyproject.toml)." >&2; exit 1; }
 .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null || {
   echo "ERROR: models changed without a migration (run manage.py makemigrations)." >&2; exit 1; }
 # Two processes (pytest-xdist, one file at a time each): on two cores the browser, worker and
