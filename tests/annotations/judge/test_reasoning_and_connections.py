@@ -185,7 +185,8 @@ def test_the_key_never_appears_in_responses_logs_or_exports(
         response = client.get(url)
         assert response.status_code == 200, url
         bodies.append(response.content)
-    bodies.append(client.post(f"/api/projects/{project.slug}/judge-connections/{conn.pk}/test/", {}).content)
+    probe = f"/api/projects/{project.slug}/judge-connections/{conn.pk}/test/"
+    bodies.append(client.post(probe, {}, content_type="application/json").content)
     out = tmp_path / "export.jsonl"
     call_command("export_dataset", "--project", project.slug, "--format", "jsonl", "--out", str(out))
     bodies.append(out.read_bytes())
@@ -210,7 +211,8 @@ def test_connection_test_shows_the_server_s_error_text(client, project, manager,
         reverse("annotations:judge_connection", args=[project.slug, conn.pk]), {"action": "test", "model": "o1"}
     ).content.decode()
     assert "It failed" in html and "Incorrect API key provided." in html
-    api = client.post(f"/api/projects/{project.slug}/judge-connections/{conn.pk}/test/", {"model": "o1"}).json()
+    probe = f"/api/projects/{project.slug}/judge-connections/{conn.pk}/test/"
+    api = client.post(probe, {"model": "o1"}, content_type="application/json").json()
     assert api["ok"] is False and "HTTP 401" in api["message"] and "Incorrect API key provided." in api["message"]
 
 
@@ -218,7 +220,9 @@ def test_connection_test_shows_the_answer(client, project, manager, reasoner):
     conn = connect(project, manager, reasoner)
     reasoner.push(Reply("OK"))
     client.force_login(manager)
-    api = client.post(f"/api/projects/{project.slug}/judge-connections/{conn.pk}/test/", {}).json()
+    api = client.post(
+        f"/api/projects/{project.slug}/judge-connections/{conn.pk}/test/", {}, content_type="application/json"
+    ).json()
     assert api["ok"] is True and api["message"] == "OK" and api["dropped"] == ["max_tokens", "temperature"]
 
 
