@@ -79,6 +79,18 @@ class JobKind:
 _KINDS: dict[str, JobKind] = {}
 
 
+def task_send(name: str, *args: Any, countdown: float | None = None) -> None:
+    """Queue the task registered under `name` (each area's tasks module gives its tasks stable names).
+
+    By name, so a module that queues work never imports the module that runs it: no import cycle
+    between an area's jobs or dispatch and its tasks, and a web process does not load a worker's
+    dependencies (model clients, scikit-learn). tests/test_task_names.py checks every name sent
+    here is a registered task."""
+    from celery import current_app
+
+    current_app.send_task(name, args=list(args), countdown=countdown)
+
+
 def job_kind_register(kind: JobKind) -> None:
     """Make the sweep look after `kind`; registering a name again replaces it."""
     _KINDS[kind.name] = kind

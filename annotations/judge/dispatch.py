@@ -1,4 +1,7 @@
-"""Handing out a run's work: claiming items, topping up, finishing, the sweep, and where work is sent.
+"""Handing out a run's work: claiming items, topping up, finishing, and where work is sent.
+
+(The sweep that brings back a dead worker's items, ``judge_sweep``, lives in ``runs.py``: it starts
+queued runs, and this module must not import the module that imports it.)
 
 How a run moves (one Celery task per trace, at most ``run.concurrency`` in flight):
 
@@ -15,7 +18,7 @@ How a run moves (one Celery task per trace, at most ``run.concurrency`` in fligh
    transaction after re-checking the item's state under lock: a task delivered twice writes one
    result.
 4. Crash safety: tasks are acks_late; a claimed item whose lease expired (its worker died) is
-   claimed again by ``judge_run_dispatch``; ``judge_sweep`` runs when a worker starts and then
+   claimed again by ``judge_run_dispatch``; ``runs.judge_sweep`` runs when a worker starts and then
    every lease period while runs are running, so a killed and restarted worker finishes the run.
    A stale duplicate task carries an old ``claim`` number and exits without work.
 
@@ -46,14 +49,14 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Min, Q
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from annotations.judge import sql as judge_sql
 from annotations.judge.providers import provider_get
 from annotations.labels.bulk import sql_fetchone
 from annotations.models import JudgeItem, JudgeRun
-from traces.jobs import JobKind, job_lock, job_lock_held, sweep_seconds
+from traces.jobs import JobKind, job_lock, task_send
 
 # The liveness lock of a whole-run task (the baseline): only its lock class and name are used
 # (traces.jobs.job_lock); the judge sweep, not the jobs sweep, looks after these runs.
@@ -94,21 +97,15 @@ class Dispatcher:
 
 class CeleryDispatcher(Dispatcher):
     def start(self, run_id: int) -> None:
-        from annotations.judge.tasks import judge_run_start_task, judge_sweep_task
-
-        judge_run_start_task.delay(run_id)
-        judge_sweep_task.apply_async(countdown=5)
+        task_send("annotations.judge_run_start", run_id)
+        task_send("annotations.judge_sweep", countdown=5)
 
     def restart(self, run_id: int) -> None:
-        from annotations.judge.tasks import judge_run_start_task
-
-        judge_run_start_task.delay(run_id)
+        task_send("annotations.judge_run_start", run_id)
 
     def items(self, pairs: Sequence[tuple[int, int]]) -> None:
-        from annotations.judge.tasks import prelabel_trace
-
         for item_id, claim in pairs:
-            prelabel_trace.delay(item_id, claim)
+            task_send("annotations.prelabel_trace", item_id, claim)
 
 
 class InlineDispatcher(Dispatcher):
@@ -241,32 +238,6 @@ def run_stop(*, run_id: int, message: str) -> None:
                 .values_list("id", flat=True)
             )
             JudgeItem.objects.filter(pk__in=held).update(state=JudgeItem.State.PENDING, lease_until=None)
-
-
-def judge_sweep(*, now=None, dispatcher: Dispatcher = CELERY) -> float | None:
-    """Re-dispatch every running run (claims expired leases again). Returns seconds until the next
-    sweep is useful, or None when no run is running."""
-    from annotations.judge.runs import judge_run_start  # runs.py imports this module
-
-    now = now or timezone.now()
-    wait: float | None = None
-    for run in JudgeRun.objects.filter(state__in=[JudgeRun.State.RUNNING, JudgeRun.State.QUEUED]):
-        if not provider_get(run.provider).per_trace:
-            # A running whole-run task holds the run's lock; a free lock means its worker died.
-            if run.state == JudgeRun.State.QUEUED or not job_lock_held(kind=WHOLE_RUN, pk=run.pk):
-                logger.warning("judge run %s (%s) has no live worker; started again", run.pk, run.provider)
-                JudgeRun.objects.filter(pk=run.pk).update(updated_at=now)
-                transaction.on_commit(lambda run_id=run.pk: dispatcher.restart(run_id))
-            wait = sweep_seconds() if wait is None else min(wait, sweep_seconds())
-            continue
-        if run.state == JudgeRun.State.QUEUED:
-            judge_run_start(run_id=run.pk, dispatcher=dispatcher)
-        else:
-            judge_run_dispatch(run_id=run.pk, reclaim=True, dispatcher=dispatcher)
-        nxt = run.items.filter(state=JudgeItem.State.RUNNING).aggregate(m=Min("lease_until"))["m"]
-        until = (nxt - now).total_seconds() + 1 if nxt else lease_seconds(run)
-        wait = until if wait is None else min(wait, until)
-    return None if wait is None else max(1.0, wait)
 
 
 def claim_next(run: JudgeRun, dispatcher: Dispatcher, *, tokens_in: int, tokens_out: int, cost: Decimal) -> bool:

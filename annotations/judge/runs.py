@@ -8,17 +8,26 @@ is ``providers/``.
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from annotations.judge import prompting
 from annotations.judge.baseline import baseline_run_execute
 from annotations.judge.connections import connection_adaptations
-from annotations.judge.dispatch import CELERY, Dispatcher, judge_run_dispatch, whole_run_lock
+from annotations.judge.dispatch import (
+    CELERY,
+    WHOLE_RUN,
+    Dispatcher,
+    judge_run_dispatch,
+    lease_seconds,
+    whole_run_lock,
+)
 from annotations.judge.prompts import prompt_template_active
 from annotations.judge.providers import PROVIDERS, baseline_model, provider_get
 from annotations.judge.providers.base import RunConfig
@@ -27,7 +36,10 @@ from annotations.judge.worker import allowed_keys, max_chars, rater_for
 from annotations.models import Annotation, JudgeItem, JudgeRun, ProviderConnection, Rater, Round, RoundTrace
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
+from traces.jobs import job_lock_held, sweep_seconds
 from traces.models import Project, Trace
+
+logger = logging.getLogger(__name__)
 
 MAX_CONCURRENCY = 64
 FEW_SHOT_N = 3
@@ -357,3 +369,27 @@ def judge_run_resume(*, run: JudgeRun, by=None, dispatcher: Dispatcher = CELERY)
         run.save(update_fields=["state", "error", "finished_at", "updated_at"])
         transaction.on_commit(lambda: dispatcher.start(run.pk))
     return run
+
+
+def judge_sweep(*, now=None, dispatcher: Dispatcher = CELERY) -> float | None:
+    """Re-dispatch every running run (claims expired leases again). Returns seconds until the next
+    sweep is useful, or None when no run is running."""
+    now = now or timezone.now()
+    wait: float | None = None
+    for run in JudgeRun.objects.filter(state__in=[JudgeRun.State.RUNNING, JudgeRun.State.QUEUED]):
+        if not provider_get(run.provider).per_trace:
+            # A running whole-run task holds the run's lock; a free lock means its worker died.
+            if run.state == JudgeRun.State.QUEUED or not job_lock_held(kind=WHOLE_RUN, pk=run.pk):
+                logger.warning("judge run %s (%s) has no live worker; started again", run.pk, run.provider)
+                JudgeRun.objects.filter(pk=run.pk).update(updated_at=now)
+                transaction.on_commit(lambda run_id=run.pk: dispatcher.restart(run_id))
+            wait = sweep_seconds() if wait is None else min(wait, sweep_seconds())
+            continue
+        if run.state == JudgeRun.State.QUEUED:
+            judge_run_start(run_id=run.pk, dispatcher=dispatcher)
+        else:
+            judge_run_dispatch(run_id=run.pk, reclaim=True, dispatcher=dispatcher)
+        nxt = run.items.filter(state=JudgeItem.State.RUNNING).aggregate(m=Min("lease_until"))["m"]
+        until = (nxt - now).total_seconds() + 1 if nxt else lease_seconds(run)
+        wait = until if wait is None else min(wait, until)
+    return None if wait is None else max(1.0, wait)

@@ -16,8 +16,8 @@ import logging
 
 from celery import shared_task
 
-from annotations.judge.dispatch import ChainDispatcher, judge_sweep
-from annotations.judge.runs import judge_run_start
+from annotations.judge.dispatch import ChainDispatcher
+from annotations.judge.runs import judge_run_start, judge_sweep
 from annotations.judge.worker import judge_item_process
 from traces.jobs import sweep_seconds
 

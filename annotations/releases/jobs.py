@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 
 from annotations.models import Release
-from traces.jobs import JobKind
+from traces.jobs import JobKind, task_send
 
 
 def release_dir(*, release: Release) -> Path:
@@ -30,9 +30,7 @@ def remove_partial_build(release: Release) -> None:
 
 
 def _send_build(release_id: int) -> None:
-    from annotations.releases.tasks import build_release
-
-    build_release.delay(release_id)
+    task_send("annotations.build_release", release_id)
 
 
 RELEASE_JOBS = JobKind(

@@ -31,6 +31,7 @@ from django.db import transaction
 from annotations.labels.visibility import annotations_visible_to, round_withheld_trace_ids
 from annotations.models import Annotation, Attribution, AttributionDecision, Round, RoundAnnotator, RoundTrace
 from annotations.rounds.attribution_agreement import attribution_agreement
+from annotations.rounds.guards import round_lock, round_manager_require
 from taxonomy.selectors import version_modes
 from traces.models import Project, Step, Trace
 
@@ -219,10 +220,8 @@ def attribution_adjudicate(
     by=None,
 ) -> AttributionDecision:
     """The adjudicator's agreed attribution for one trace of a round in review (an upsert)."""
-    from annotations.rounds.services import _locked, _require_manager
-
-    rnd = _locked(round)
-    _require_manager(rnd.project, by)
+    rnd = round_lock(round)
+    round_manager_require(rnd.project, by)
     if rnd.state != Round.State.REVIEW:
         raise ValidationError(f"Adjudication happens in review; round {rnd.name!r} is {rnd.state}.")
     trace_id = trace if isinstance(trace, int) else trace.pk

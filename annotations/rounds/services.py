@@ -52,6 +52,7 @@ from annotations.rounds.attribution import (
     attribution_pending,
     round_attribution_report,
 )
+from annotations.rounds.guards import round_lock, round_manager_require
 from annotations.rounds.sampling import round_sample_preview
 from annotations.rounds.selectors import (
     HUMANS,
@@ -87,15 +88,6 @@ def _check_transition(rnd: Round, to: str) -> None:
         )
 
 
-def _locked(rnd: Round) -> Round:
-    return Round.objects.select_for_update().select_related("taxonomy_version__taxonomy", "project").get(pk=rnd.pk)
-
-
-def _require_manager(project: Project, by) -> None:
-    if by is not None and not user_can(user=by, project=project, capability="manage"):
-        raise ValidationError(f"Only managers of {project.name} run rounds.")
-
-
 # --------------------------------------------------------------------------------------
 # Create and open
 # --------------------------------------------------------------------------------------
@@ -126,7 +118,7 @@ def round_create(
     ``make_working_version``: when the round's version is newer than the project's working
     version (``version_is_newer``), move the project to it: at once for a published version, when
     the round opens (and publishes it) for a draft. Ignored for a version that is not newer."""
-    _require_manager(project, by)
+    round_manager_require(project, by)
     name = (name or "").strip()
     if not name:
         raise ValidationError("A round needs a name.")
@@ -166,8 +158,8 @@ def round_create(
 @transaction.atomic
 def round_open(*, round: Round, by=None) -> Round:
     """Start blind labelling; the taxonomy version is frozen (published if it was a draft)."""
-    rnd = _locked(round)
-    _require_manager(rnd.project, by)
+    rnd = round_lock(round)
+    round_manager_require(rnd.project, by)
     _check_transition(rnd, Round.State.OPEN)
     if RoundAnnotator.objects.filter(round=rnd).count() < 2:
         raise ValidationError("A round needs at least two annotators before it opens.")
@@ -231,8 +223,8 @@ def _consensus_unanimous(rnd: Round, by=None) -> int:
 @transaction.atomic
 def round_start_review(*, round: Round, by=None, force: bool = False) -> Round:
     """Close blind labelling; unanimous units become consensus; the report is computed."""
-    rnd = _locked(round)
-    _require_manager(rnd.project, by)
+    rnd = round_lock(round)
+    round_manager_require(rnd.project, by)
     _check_transition(rnd, Round.State.REVIEW)
     progress = round_progress(round=rnd)
     if not progress.complete and not force:
@@ -272,8 +264,8 @@ def adjudication_record(
     *, round: Round, trace: Trace | int, mode: FailureMode | str, decision: str, note: str = "", by=None
 ) -> Adjudication:
     """The adjudicator's consensus for one unit (an upsert: repeating it changes nothing)."""
-    rnd = _locked(round)
-    _require_manager(rnd.project, by)
+    rnd = round_lock(round)
+    round_manager_require(rnd.project, by)
     if rnd.state != Round.State.REVIEW:
         raise ValidationError(f"Adjudication happens in review; round {rnd.name!r} is {rnd.state}.")
     if decision not in Adjudication.Decision.values:
@@ -310,8 +302,8 @@ def disagreement_comment_add(
 @transaction.atomic
 def round_close(*, round: Round, by=None, with_majority: bool = False) -> Round:
     """Close the round: its consensus becomes the project's agreed labels."""
-    rnd = _locked(round)
-    _require_manager(rnd.project, by)
+    rnd = round_lock(round)
+    round_manager_require(rnd.project, by)
     _check_transition(rnd, Round.State.CLOSED)
     _consensus_unanimous(rnd, by)
     decided = set(Adjudication.objects.filter(round=rnd).values_list("trace_id", "mode_id"))
@@ -372,8 +364,8 @@ def round_transition(*, round: Round, to: str, by=None, with_majority: bool = Fa
 
 @transaction.atomic
 def round_settings_update(*, round: Round, reveal_in_review: bool, by=None) -> Round:
-    rnd = _locked(round)
-    _require_manager(rnd.project, by)
+    rnd = round_lock(round)
+    round_manager_require(rnd.project, by)
     rnd.reveal_in_review = reveal_in_review
     rnd.save(update_fields=["reveal_in_review"])
     round.__dict__.update(rnd.__dict__)
@@ -518,7 +510,7 @@ def round_revise_definition(
     version) with a revised definition of ``mode_code``; the mapping records the edit and its
     reason. The next round can pick that draft; opening the round publishes it."""
     rnd = Round.objects.select_related("project", "taxonomy_version__taxonomy").get(pk=round.pk)
-    _require_manager(rnd.project, by)
+    round_manager_require(rnd.project, by)
     source = rnd.taxonomy_version
     if not FailureMode.objects.filter(version=source, code=mode_code).exists():
         raise ValidationError(f"Mode {mode_code!r} is not in {source.label}.")

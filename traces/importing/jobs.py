@@ -49,6 +49,7 @@ from traces.jobs import (
     job_queue_after_commit,
     job_retry,
     job_running,
+    task_send,
 )
 from traces.models import ImportJob, Project
 
@@ -276,9 +277,7 @@ def _delete_old_uploads(now: datetime) -> None:
 
 
 def _send(job_id: int) -> None:
-    from traces.importing.tasks import import_job as import_job_task
-
-    import_job_task.delay(job_id)
+    task_send("traces.import_job", job_id)
 
 
 IMPORT_JOBS = JobKind(

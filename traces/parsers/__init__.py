@@ -49,6 +49,7 @@ from traces.parsers.appworld import parse_appworld
 from traces.parsers.base import STEP_KINDS, ParsedStep, ParsedTrace, ParseError, normalise_newlines
 from traces.parsers.chatdev import parse_chatdev
 from traces.parsers.detect import HEAD, detect_format, detect_json, looks_json, normalise_mas_name
+from traces.parsers.embedded import embedded_reader_set
 from traces.parsers.hyperagent import parse_hyperagent, parse_hyperagent_text
 from traces.parsers.jsonload import JSONDecodeError, loads
 from traces.parsers.magentic_one import parse_magentic_one
@@ -275,3 +276,6 @@ def _strip_nul(trace: ParsedTrace) -> ParsedTrace:
     if "\x00" in trace.task:
         trace.task = trace.task.replace("\x00", "\ufffd")
     return trace
+
+
+embedded_reader_set(parse_trace)  # MAST-Data and AdaMAST records parse their trajectories with it

@@ -27,6 +27,7 @@ import re
 
 from traces.parsers.base import ParsedTrace, ParseError
 from traces.parsers.detect import normalise_mas_name
+from traces.parsers.embedded import parse_embedded
 from traces.parsers.mast import annotation_values
 from traces.parsers.messages import to_messages
 from traces.parsers.render import render
@@ -91,8 +92,6 @@ def _first(meta: dict, *keys: str) -> str:
 
 
 def _record(rec: dict, n: int, filename: str) -> ParsedTrace:
-    from traces.parsers import parse_trace  # the package imports this module
-
     meta = as_dict(rec.get("metadata"))
     mas = _first(meta, "mas_name", "framework", "mas", "system")
     items = rec.get("messages") if isinstance(rec.get("messages"), list) else None
@@ -111,7 +110,7 @@ def _record(rec: dict, n: int, filename: str) -> ParsedTrace:
         body = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, indent=1)
         try:
             # no file name: the trajectory is not a .jsonl file, whatever the file holding it is called
-            trace = parse_trace(body, mas_name=mas)
+            trace = parse_embedded(body, mas_name=mas)
         except ParseError as e:
             raise ParseError(f"raw_trajectory: {e.reason}", filename=filename, record=n, line=e.line) from None
         if trace.format == "plaintext" and (turns := split_turns(trace.raw_text)) is not None:

@@ -18,6 +18,7 @@ from typing import IO
 
 from traces.parsers.base import ParsedTrace, ParseError
 from traces.parsers.detect import HEAD, detect_json, looks_json, normalise_mas_name
+from traces.parsers.embedded import parse_embedded
 from traces.parsers.jsonload import loads, loads_complete
 
 _CHUNK = 1 << 20
@@ -314,8 +315,6 @@ def parse_mast_record(rec: MastRecord) -> ParsedTrace:
     The human-labelled file has ``mas_name`` "GAIA" with the framework in ``benchmark_name``
     (swapped); when only the benchmark names a framework, the two are swapped back.
     """
-    from traces.parsers import parse_trace  # the package imports this module
-
     mas = normalise_mas_name(rec.mas_name)
     benchmark = rec.benchmark_name
     swapped = False
@@ -326,7 +325,7 @@ def parse_mast_record(rec: MastRecord) -> ParsedTrace:
     if looks_json(text):  # MAST's own JSON shapes only (detect_json's mast_native)
         fmt = detect_json(text.lstrip("\ufeff \t\r\n")[:HEAD], mas_name=mas, mast_native=True)
     try:
-        trace = parse_trace(text, format=fmt, mas_name=mas)
+        trace = parse_embedded(text, format=fmt, mas_name=mas)
     except ParseError as e:
         raise ParseError(e.reason, filename=e.filename, record=rec.number, line=e.line) from None
     trace.mas_name = mas or trace.mas_name
