@@ -8,6 +8,7 @@ class AnnotationsConfig(AppConfig):
     def ready(self) -> None:
         """Everything annotations adds to the apps below it goes through their registries, so
         taxonomy and traces never import annotations."""
+        # Imported in ready(): the models are loaded only now, and these modules import them.
         from annotations.judge import checks  # noqa: F401  (registers the settings checks)
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.labels.imported_attribution import GroundTruthAttributionHook

@@ -70,6 +70,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
 
     A new area adds its ``demo.seed`` here. Imported when called, so loading this module (for
     ``credentials()``) does not load every area."""
+    # Imported when called (see the docstring): loading this module must not load every area.
     from annotations.analytics import demo as analytics_demo
     from annotations.codes import demo as codes_demo
     from annotations.judge import demo as judge_demo

@@ -34,6 +34,7 @@ def _pgserver() -> types.ModuleType:
     to /tmp/runtime-<uid> where there is none (a root shell, a container): platformdirs warns."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        # Imported here, inside the filter: the wheel warns at import time.
         import pgserver
         import pgserver._commands
         import pgserver.utils
@@ -58,6 +59,7 @@ def embedded_pg_url(pgdata: Path, database: str = DEFAULT_DATABASE) -> str | Non
 def embedded_pg_start(pgdata: Path, database: str = DEFAULT_DATABASE) -> str:
     """Start (initialising it on first use) the server on ``pgdata`` and create ``database``;
     return its URL. A server already running there is reused."""
+    # settings.py imports this module: the database driver loads only where a server is started.
     import psycopg
 
     pgdata = Path(pgdata).resolve()

@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from taxonomy.models import CrossMapping, ModeMapping, TaxonomyVersion
+from taxonomy.selectors import version_modes
 
 K = ModeMapping.Kind
 SMALL_WORDS = {"a", "an", "and", "or", "of", "the", "to", "for", "from", "in", "on", "with", "by"}
@@ -68,7 +69,6 @@ def match_modes(source: list[tuple[str, str]], target: list[tuple[str, str]]) ->
 
 
 def _modes(version: TaxonomyVersion) -> list[tuple[str, str]]:
-    from taxonomy.selectors import version_modes
 
     return [(m.code, m.name) for m in version_modes(version=version)]
 

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 
 import numpy as np
+from django.db import connection
 
 from taxonomy.models import CrossMapping, ModeMapping, TaxonomyVersion
 from taxonomy.selectors import version_modes
@@ -62,7 +63,6 @@ def version_graph() -> dict[int, list[tuple[int, str, int]]]:
 
 def mappings_fingerprint() -> tuple:
     """Changes whenever a mapping a reader may follow changes (for caches of mapped labels); one query."""
-    from django.db import connection
 
     cross, drafted, versions = (m._meta.db_table for m in (CrossMapping, ModeMapping, TaxonomyVersion))
     with connection.cursor() as cur:

@@ -6,6 +6,7 @@ class TracesConfig(AppConfig):
     name = "traces"
 
     def ready(self) -> None:
+        # Imported in ready(): the models are loaded only now, and these modules import them.
         from taxonomy.access import version_adopters_register, version_user_register
         from traces import jobs
         from traces.importing.jobs import IMPORT_JOBS

@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery import shared_task
+from celery import current_app, shared_task
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import InterfaceError, OperationalError, connection, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -86,7 +86,6 @@ def task_send(name: str, *args: Any, countdown: float | None = None) -> None:
     between an area's jobs or dispatch and its tasks, and a web process does not load a worker's
     dependencies (model clients, scikit-learn). tests/test_task_names.py checks every name sent
     here is a registered task."""
-    from celery import current_app
 
     current_app.send_task(name, args=list(args), countdown=countdown)
 
@@ -156,7 +155,6 @@ def database_connection_lost(exc: BaseException) -> bool:
     Told by the SQLSTATE anywhere in the exception's chain (class 08, connection exception; 57P,
     the server shutting down or ending the session), or, for an error without one ("the connection
     is closed"), by this thread's connection being unusable."""
-    from django.db import InterfaceError, OperationalError
 
     seen: BaseException | None = exc
     while seen is not None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from annotations.analytics.charts import MUTED, _e, _svg, _text_width
 from traces.csv_cells import csv_writer
 
 Z95 = 1.959963984540054
@@ -230,7 +231,6 @@ def _blue(v: float | None) -> str:
 
 def to_svg(rows: Sequence[Row], codes: Sequence[str], *, measure: str = "traces") -> str:
     """Frameworks down, modes across, each cell the share (colour) and the count."""
-    from annotations.analytics.charts import MUTED, _e, _svg, _text_width
 
     cw, ch = 54, 30
     left = 24 + max([_text_width(f"{r.framework} (n={r.n_traces})") for r in rows] + [60])

@@ -29,7 +29,8 @@ from annotations.labels.visibility import annotations_visible_across
 from annotations.models import Annotation, ModeLabel, OpenCode
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import FailureMode, TaxonomyVersion
-from traces.models import Project
+from taxonomy.selectors import version_is_newer, version_modes
+from traces.models import Project, Step
 
 MAX_USES_SHOWN = 200
 EXCERPT_CHARS = 240
@@ -158,7 +159,6 @@ def open_code_get(*, project: Project, user, code_id: int) -> OpenCode | None:
 
 def open_code_uses(*, project: Project, user, code: OpenCode, limit: int = MAX_USES_SHOWN) -> list[CodeUse]:
     """The uses of ``code`` the user may see, newest first, with the steps each cites."""
-    from traces.models import Step
 
     anns = list(
         _visible_uses(project=project, user=user, code=code)
@@ -261,7 +261,6 @@ def open_code_seed(*, code: OpenCode, uses: list[CodeUse], n: int = 5) -> str:
 def promote_sources(*, project: Project) -> list[TaxonomyVersion]:
     """Versions a promotion may draft from: the working version, then the published versions newer
     than it (a version the project has not moved to yet, such as a round's refined one), newest last."""
-    from taxonomy.selectors import version_is_newer
 
     working = project.taxonomy_version
     if working is None:
@@ -291,7 +290,6 @@ def promote_draft(*, source: TaxonomyVersion | None) -> TaxonomyVersion | None:
 def promote_targets(*, source: TaxonomyVersion | None, draft: TaxonomyVersion | None) -> list[FailureMode]:
     """Modes an open code may extend: those of the draft it will go into (or of ``source``, which
     a new draft will copy)."""
-    from taxonomy.selectors import version_modes
 
     version = draft or source
     return version_modes(version=version) if version else []

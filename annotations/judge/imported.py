@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Count
 
 from annotations.judge.worker import rater_for
 from annotations.labels.bulk import machine_annotation_upsert
@@ -278,7 +279,6 @@ def rater_import(
 
 def imported_raters(*, project: Project) -> list[dict]:
     """The project's imported raters with how many traces each labelled."""
-    from django.db.models import Count
 
     qs = (
         Rater.objects.filter(kind=Rater.Kind.IMPORTED, annotations__trace__project=project)

@@ -31,9 +31,11 @@ from annotations.judge.dispatch import (
 from annotations.judge.prompts import prompt_template_active
 from annotations.judge.providers import PROVIDERS, baseline_model, provider_get
 from annotations.judge.providers.base import RunConfig
+from annotations.judge.providers.mast_official import MAST_CODES
 from annotations.judge.selectors import trace_steps
 from annotations.judge.worker import allowed_keys, max_chars, rater_for
 from annotations.models import Annotation, JudgeItem, JudgeRun, ProviderConnection, Rater, Round, RoundTrace
+from annotations.rounds.agreed import agreed_labels, agreed_labels_on_version
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.jobs import job_lock_held, sweep_seconds
@@ -110,7 +112,6 @@ def judge_trace_ids(
             human = Annotation.objects.filter(
                 rater__kind=Rater.Kind.HUMAN, state=Annotation.State.SUBMITTED, taxonomy_version=taxonomy_version
             ).values("trace_id")
-            from annotations.rounds.agreed import agreed_labels
 
             agreed = {a.trace_id for a in agreed_labels(project=project, taxonomy_version=taxonomy_version)}
             qs = qs.exclude(pk__in=human).exclude(pk__in=agreed)
@@ -132,7 +133,6 @@ def judge_trace_ids(
 def _few_shot(project: Project, version: TaxonomyVersion) -> list[dict]:
     """Examples from the agreed labels carried onto ``version`` through the mappings; a trace where
     the mapping leaves a mode undecided is not shown (its answer would have to guess that mode)."""
-    from annotations.rounds.agreed import agreed_labels_on_version
 
     agreed = agreed_labels_on_version(project=project, target=version)
     by_trace: dict[int, list[str]] = {
@@ -211,11 +211,10 @@ def judge_run_create(
     else:
         config = RunConfig(base_url=base_url, model=model, api_key_env=api_key_env, baseline_source=baseline_source)
         errors.update(chosen.validate(config, allowed_keys=allowed_keys()))
-        if chosen.name == JudgeRun.Provider.MAST:
-            from annotations.judge.providers.mast_official import MAST_CODES
-
-            if not set(MAST_CODES) & {m.code for m in version_modes(version=version)}:
-                errors["taxonomy_version"] = f"{version.label} has none of the codes 1.1-3.3 the MAST prompt asks"
+        if chosen.name == JudgeRun.Provider.MAST and not set(MAST_CODES) & {
+            m.code for m in version_modes(version=version)
+        }:
+            errors["taxonomy_version"] = f"{version.label} has none of the codes 1.1-3.3 the MAST prompt asks"
     if not 1 <= int(concurrency) <= MAX_CONCURRENCY:
         errors["concurrency"] = f"between 1 and {MAX_CONCURRENCY}"
     if not 0 <= float(temperature) <= 2:

@@ -2,6 +2,7 @@
 
 from rest_framework import serializers
 
+from annotations.judge.selectors import judge_run_progress
 from annotations.models import JudgeItem, JudgeRun, PromptTemplate, ProviderConnection
 from taxonomy.models import TaxonomyVersion
 
@@ -154,7 +155,6 @@ class JudgeRunDetailOut(JudgeRunOut):
         fields = [*JudgeRunOut.Meta.fields, "progress"]
 
     def get_progress(self, run) -> JudgeProgressOut:
-        from annotations.judge.selectors import judge_run_progress
 
         return JudgeProgressOut(judge_run_progress(run=run).as_dict()).data
 

@@ -24,6 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -295,18 +296,10 @@ def _release(item: JudgeItem) -> None:
 def _process(
     item: JudgeItem, run: JudgeRun, content_hash: str, steps: list[prompting.StepIn], dispatcher: Dispatcher
 ) -> str:
-    version = run.taxonomy_version
-    modes = version_modes(version=version)
+    modes = version_modes(version=run.taxonomy_version)
     codes = [m.code for m in modes]
     provider = provider_get(run.provider)
-    few = [prompting.FewShot(f["excerpt"], f["present"], f["codes"]) for f in run.prompt_extras.get("few_shot", [])]
-    messages, trunc = provider.build_messages(
-        template=run.prompt.text if run.prompt else "",
-        modes=[prompting.ModeIn(m.code, m.name, m.definition, m.examples) for m in modes],
-        steps=steps,
-        max_chars=int(run.prompt_extras.get("max_chars") or max_chars()),
-        few_shot=few,
-    )
+    messages, trunc = _messages(run, modes, steps)
     params_hash = _params_hash(run, messages)
     key = _cache_key(
         content_hash=content_hash,
@@ -326,89 +319,40 @@ def _process(
             modes,
             answer,
             raw=hit,
-            tokens_in=0,
-            tokens_out=0,
-            latency_ms=0,
             trunc=trunc,
             cached=True,
             cache=None,
         )
         return "cached"
-    api_key = _api_key(run)
     attempts = _Attempts(item, run)
+    draws = _Draws()
     try:
-        first = _call(run, messages, attempts, api_key)
-    except base.TransientError as exc:  # still failing after the bounded retries: this trace fails, the run goes on
-        _item_failed(item, run, dispatcher, attempts=attempts.n, error=str(exc), trunc=trunc)
+        answer = _ask(run, messages, attempts, draws, codes=codes, valid_steps=valid_steps)
+    except _Unusable as exc:  # this trace fails (after the bounded retries and one repair); the run goes on
+        _item_failed(
+            item,
+            run,
+            dispatcher,
+            attempts=attempts.n,
+            error=str(exc),
+            raw=draws.raw,
+            tokens_in=draws.tokens_in,
+            tokens_out=draws.tokens_out,
+            tokens_reasoning=draws.tokens_reasoning,
+            latency_ms=draws.latency_ms,
+            trunc=trunc,
+        )
         return "failed"
-    raws, tin, tout, lat = [first.text], first.tokens_in, first.tokens_out, first.latency_ms
-    treason = first.tokens_reasoning
-    try:
-        answer = provider.parse_answer(first.text, codes=codes, valid_steps=valid_steps)
-    except prompting.AnswerError as exc:
-        repair = provider.repair_messages(messages, raw=first.text, error=str(exc), codes=codes)
-        if repair is None:
-            _item_failed(
-                item,
-                run,
-                dispatcher,
-                attempts=attempts.n,
-                error=f"unusable answer: {exc}",
-                raw=first.text,
-                tokens_in=tin,
-                tokens_out=tout,
-                tokens_reasoning=treason,
-                latency_ms=lat,
-                trunc=trunc,
-            )
-            return "failed"
-        try:
-            second = _call(run, repair, attempts, api_key)
-        except base.TransientError as exc2:
-            _item_failed(
-                item,
-                run,
-                dispatcher,
-                attempts=attempts.n,
-                error=f"repair request failed: {exc2}",
-                raw=first.text,
-                tokens_in=tin,
-                tokens_out=tout,
-                tokens_reasoning=treason,
-                latency_ms=lat,
-                trunc=trunc,
-            )
-            return "failed"
-        raws.append(second.text)
-        tin, tout, lat = tin + second.tokens_in, tout + second.tokens_out, lat + second.latency_ms
-        treason += second.tokens_reasoning
-        try:
-            answer = provider.parse_answer(second.text, codes=codes, valid_steps=valid_steps)
-        except prompting.AnswerError as exc2:
-            _item_failed(
-                item,
-                run,
-                dispatcher,
-                attempts=attempts.n,
-                error=f"unusable answer after one repair request: {exc2} (first answer: {exc})",
-                raw="\n\n----- repair answer -----\n\n".join(raws),
-                tokens_in=tin,
-                tokens_out=tout,
-                tokens_reasoning=treason,
-                latency_ms=lat,
-                trunc=trunc,
-            )
-            return "failed"
     cache = {
         "key": key,
         "content_hash": content_hash,
         "prompt_id": run.prompt_id,  # None for a provider with its own prompt (its identity is in the key)
         "model": run.model,
         "params_hash": params_hash,
-        "raw_answer": raws[-1],
+        "raw_answer": draws.raws[-1],
         "parsed": answer.as_dict(),
-        "tokens_in": tin,
-        "tokens_out": tout,
+        "tokens_in": draws.tokens_in,
+        "tokens_out": draws.tokens_out,
         "created_at": timezone.now(),
     }
     _write_result(
@@ -418,16 +362,88 @@ def _process(
         modes,
         answer,
         attempts=attempts.n,
-        raw="\n\n----- repair answer -----\n\n".join(raws),
-        tokens_in=tin,
-        tokens_out=tout,
-        tokens_reasoning=treason,
-        latency_ms=lat,
+        raw=draws.raw,
+        tokens_in=draws.tokens_in,
+        tokens_out=draws.tokens_out,
+        tokens_reasoning=draws.tokens_reasoning,
+        latency_ms=draws.latency_ms,
         trunc=trunc,
         cached=False,
         cache=cache,
     )
     return "done"
+
+
+def _messages(run: JudgeRun, modes: list, steps: list[prompting.StepIn]) -> tuple[list[dict], prompting.Truncation]:
+    """The prompt of one trace for the run's provider (its template, the version's modes, few-shot examples)."""
+    few = [prompting.FewShot(f["excerpt"], f["present"], f["codes"]) for f in run.prompt_extras.get("few_shot", [])]
+    return provider_get(run.provider).build_messages(
+        template=run.prompt.text if run.prompt else "",
+        modes=[prompting.ModeIn(m.code, m.name, m.definition, m.examples) for m in modes],
+        steps=steps,
+        max_chars=int(run.prompt_extras.get("max_chars") or max_chars()),
+        few_shot=few,
+    )
+
+
+@dataclass
+class _Draws:
+    """The model's answers to one trace (the first, and the repair's) and what they cost."""
+
+    raws: list[str] = field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_reasoning: int = 0
+    latency_ms: int = 0
+
+    def add(self, reply: base.Completion) -> None:
+        self.raws.append(reply.text)
+        self.tokens_in += reply.tokens_in
+        self.tokens_out += reply.tokens_out
+        self.tokens_reasoning += reply.tokens_reasoning
+        self.latency_ms += reply.latency_ms
+
+    @property
+    def raw(self) -> str:
+        return "\n\n----- repair answer -----\n\n".join(self.raws)
+
+
+class _Unusable(Exception):
+    """No usable answer for this trace; the message says why."""
+
+
+def _ask(
+    run: JudgeRun,
+    messages: list[dict[str, str]],
+    attempts: _Attempts,
+    draws: _Draws,
+    *,
+    codes: list[str],
+    valid_steps: list[int],
+) -> prompting.Answer:
+    """The model's parsed answer, with one repair request when the first cannot be used.
+    Raises ``_Unusable``; ``draws`` holds every answer received either way."""
+    provider = provider_get(run.provider)
+    api_key = _api_key(run)
+    try:
+        draws.add(_call(run, messages, attempts, api_key))
+    except base.TransientError as exc:  # still failing after the bounded retries
+        raise _Unusable(str(exc)) from exc
+    first = draws.raws[0]
+    try:
+        return provider.parse_answer(first, codes=codes, valid_steps=valid_steps)
+    except prompting.AnswerError as exc:
+        repair = provider.repair_messages(messages, raw=first, error=str(exc), codes=codes)
+        if repair is None:
+            raise _Unusable(f"unusable answer: {exc}") from exc
+        try:
+            draws.add(_call(run, repair, attempts, api_key))
+        except base.TransientError as exc2:
+            raise _Unusable(f"repair request failed: {exc2}") from exc2
+        try:
+            return provider.parse_answer(draws.raws[1], codes=codes, valid_steps=valid_steps)
+        except prompting.AnswerError as exc2:
+            raise _Unusable(f"unusable answer after one repair request: {exc2} (first answer: {exc})") from exc2
 
 
 def _lock_item(item: JudgeItem) -> bool:
@@ -516,12 +532,12 @@ def _write_result(
     answer: prompting.Answer,
     *,
     raw: str,
-    tokens_in: int,
-    tokens_out: int,
-    latency_ms: int,
     trunc: prompting.Truncation,
     cached: bool,
     cache: dict | None,
+    tokens_in: int = 0,
+    tokens_out: int = 0,
+    latency_ms: int = 0,
     attempts: int = 0,
     tokens_reasoning: int = 0,
 ) -> None:

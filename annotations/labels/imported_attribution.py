@@ -24,6 +24,7 @@ from typing import Any
 
 from annotations.models import Annotation, Attribution, Rater
 from taxonomy.services import taxonomy_seed_mast
+from traces.importing.results import TraceImportError
 
 WHOWHEN_RATER = "Who&When ground truth"
 TRAIL_RATER = "TRAIL ground truth"
@@ -39,7 +40,6 @@ def source_rater(name: str, description: str) -> Rater:
 
 
 def _refuse(message: str):
-    from traces.importing.results import TraceImportError
 
     return TraceImportError(message)
 

@@ -8,6 +8,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotations.labels.attribution import attribution_as_dict
+from traces.models import Trace
+
 
 @extend_schema_field(OpenApiTypes.OBJECT)
 class EvidenceField(serializers.JSONField):
@@ -173,7 +176,6 @@ class QueueItemOut(serializers.Serializer):
     url = serializers.CharField(help_text="The labelling screen.")
 
     def to_representation(self, item):
-        from traces.models import Trace
 
         if isinstance(item, Trace):
             project, trace, rnd = item.project, item, None
@@ -213,7 +215,6 @@ class VisibleAnnotationOut(serializers.Serializer):
 
     @extend_schema_field(AttributionOut(allow_null=True))
     def get_attribution(self, obj):
-        from annotations.labels.attribution import attribution_as_dict
 
         return attribution_as_dict(getattr(obj, "attribution", None))
 

@@ -11,6 +11,7 @@ mode) has none, the manager may ask for a majority vote of the human raters' sub
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import Max, Q, QuerySet, TextField
+from django.db.models import Count, Max, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotations.labels.visibility import blind_round_traces, open_round_traces
@@ -493,9 +494,7 @@ def release_inputs_fingerprint(*, project: Project) -> str:
     the mappings between versions): equal fingerprints mean a new release would hold the same labels.
     The agreed labels are read as their stamp (bumped by triggers on any adjudication or round
     write), not as an aggregate over every adjudication, which missed bulk updates."""
-    import hashlib
 
-    from django.db.models import Count
 
     stamp = agreed_labels_stamp(project=project)
     labels = _submitted_annotations(project=project).aggregate(n=Count("id"), at=Max("updated_at"))

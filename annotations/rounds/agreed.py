@@ -40,7 +40,8 @@ from django.db.models.functions import Cast
 
 from annotations.models import Adjudication, AgreedMask, LabelsStamp, Round
 from taxonomy.mapping import VersionMapper
-from taxonomy.models import TaxonomyVersion
+from taxonomy.models import FailureMode, TaxonomyVersion
+from taxonomy.selectors import versions_mode_codes
 from traces.models import Project
 
 ModeCodes = dict[int, list[tuple[int, str]]]  # version id -> [(mode id, code)]; position = bit
@@ -249,7 +250,6 @@ def agreed_fold(rows: Iterable[tuple], *, modes: ModeCodes, mapper: VersionMappe
 
 def agreed_mask_layout(*, version_ids: Iterable[int]) -> dict[int, list[str]]:
     """version id -> its mode codes in id order: bit i of an ``AgreedMask`` mask is the i-th."""
-    from taxonomy.models import FailureMode
 
     out: dict[int, list[str]] = {v: [] for v in version_ids}
     for vid, code in (
@@ -382,7 +382,6 @@ def agreed_labels_on_version(
     For judge quality: ``agreed_labels_on_version(project=p, target=run.taxonomy_version,
     round=r)`` gives the consensus of round ``r`` in the run's codes, whatever version ``r`` used.
     A unit the mapping cannot decide is in ``unknown``, never silently absent."""
-    from taxonomy.selectors import versions_mode_codes
 
     target = target or project.taxonomy_version
     adjudications = agreed_adjudications(project=project, round=round, trace_ids=trace_ids)

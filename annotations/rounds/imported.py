@@ -42,9 +42,11 @@ from django.utils import timezone
 
 from annotations.labels.bulk import LabelSet, labels_bulk_write
 from annotations.models import Adjudication, ModeLabel, Rater, Round, RoundAnnotator, RoundTrace
+from annotations.rounds.services import agreement_report_get
 from taxonomy.cross_mapping import cross_mapping_automap
 from taxonomy.models import FailureMode, Taxonomy, TaxonomyVersion
 from taxonomy.services import version_import
+from traces.importing.results import TraceImportError
 from traces.models import Membership, Project, Trace
 
 TAXONOMY_NAME = "MAST-Data rounds"
@@ -213,7 +215,6 @@ def rounds_build(*, project: Project, records: list[RoundRecord], by=None) -> li
 
     Records must have ``trace_id`` set (the hook resolves duplicates' content hashes first).
     """
-    from annotations.rounds.services import agreement_report_get
 
     by_round: dict[str, list[RoundRecord]] = defaultdict(list)
     # File order (duplicates reach the hook before the new traces are flushed).
@@ -292,7 +293,6 @@ def rounds_build(*, project: Project, records: list[RoundRecord], by=None) -> li
 
 
 def _refuse(exc: ValidationError):
-    from traces.importing.results import TraceImportError
 
     return TraceImportError(" ".join(exc.messages))
 

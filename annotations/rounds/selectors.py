@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Case, Count, Exists, Max, OuterRef, QuerySet, Subquery, Sum, Value, When
 from django.db.models.fields.json import KT
@@ -32,6 +33,7 @@ from annotations.models import (
     RoundTrace,
 )
 from annotations.rounds.agreed import majority_vote
+from taxonomy.mapping import mapping_steps
 from taxonomy.models import FailureMode, TaxonomyVersion
 from taxonomy.selectors import version_modes
 from traces.models import Membership, Project, Trace
@@ -436,7 +438,6 @@ def round_kappa_trend(*, project: Project, user, imported: bool = False) -> list
     previous row's; ``revised`` lists, for a failure-mode round on a new version, the modes the
     mapping from the previous failure-mode round's version changed (edited, renamed, split,
     merged) with their kappa before and after."""
-    from taxonomy.mapping import mapping_steps
 
     shown = Round.objects.filter(project=project, state__in=[Round.State.REVIEW, Round.State.CLOSED])
     shown = list(shown.exclude(imported_from="") if imported else shown.filter(imported_from=""))
@@ -569,7 +570,6 @@ def round_open_disagreement_count(*, round: Round, user=None) -> int:
 
 def project_annotator_choices(*, project: Project) -> QuerySet:
     """Members who may annotate (annotators and managers)."""
-    from django.contrib.auth import get_user_model
 
     return (
         get_user_model()

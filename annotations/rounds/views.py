@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotations.models import Round
+from annotations.models import Annotation, Round, RoundTrace
 from annotations.rounds import report as presentation
 from annotations.rounds.attribution_report import attribution_context
 from annotations.rounds.mode_rater import mode_rater_view, stored_prevalence
@@ -256,7 +256,6 @@ def round_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     page = Paginator(progress.rows, 50).get_page(request.GET.get("page"))
     my_traces = []
     if access.is_annotator and rnd.state in (Round.State.OPEN, Round.State.REVIEW):
-        from annotations.models import Annotation, RoundTrace
 
         mine = dict(Annotation.objects.filter(round=rnd, rater__user=request.user).values_list("trace_id", "state"))
         for rt in (

@@ -47,6 +47,7 @@ def seed_frameworks(ctx) -> None:
     TaskResult, smolagents memory, LangGraph supervisor, Docent runs, AdaMAST JSONL) beside a
     ChatDev run's .log/.prompt/meta.txt and two MAST-Data records of one trajectory (one merged,
     its labels kept); and one upload refused because of a file of ``[null, 3, "x"]``."""
+    # Imported when called: the demo module is loaded by annotations.demo, which must stay light.
     from traces.importing.jobs import import_job_create, import_job_run
     from traces.projects.services import membership_set, project_get_or_create
 

@@ -38,6 +38,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.text import get_valid_filename
 
 from traces.importing.results import ImportProgress, TraceImportError
 from traces.importing.service import IMPORT_FORMATS, traces_import
@@ -67,7 +68,6 @@ def _progress_path(job_id: int) -> Path:
 
 
 def _safe_upload_name(name: str, taken: set[str]) -> str:
-    from django.utils.text import get_valid_filename
 
     base = os.path.basename(name.replace("\\", "/")) or "upload"
     try:

@@ -51,6 +51,7 @@ def _as_json_value(value: Any, where: str) -> Any:
 
 def iter_parquet_traces(data: bytes, *, name: str, format: str = "auto") -> Iterator[tuple[ParsedTrace, str, dict]]:
     """(parsed trace, title, extra for import hooks) per row of a Parquet file."""
+    # pyarrow loads in a noticeable fraction of a second: only Parquet imports pay for it.
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from traces.parsers.base import ParsedTrace
+from traces.parsers.spans import read_spans
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,6 @@ def span_format(name: str) -> TraceFormat | None:
 
 def register_span_formats() -> None:
     """The span formats (traces/parsers/spans/), listed after the text and JSON formats."""
-    from traces.parsers.spans import read_spans
 
     for name, framework, label in (
         ("otlp", "", "OTLP/JSON spans (OpenTelemetry GenAI)"),

@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import Http404
+from django.urls import reverse
 
+from taxonomy.selectors import version_is_newer
 from traces.models import Membership, Project
 
 # What each role may do in a project. Site admins (superusers) may do everything everywhere.
@@ -79,9 +81,7 @@ def project_members(*, project: Project) -> QuerySet[Membership]:
 
 def projects_that_could_adopt(*, version, user) -> list[dict]:
     """Projects ``user`` manages whose working version ``version`` is newer than (taxonomy.access offers)."""
-    from django.urls import reverse
 
-    from taxonomy.selectors import version_is_newer
 
     projects = Project.objects.select_related("taxonomy_version__taxonomy").order_by("name")
     if not user.is_superuser:

@@ -10,6 +10,7 @@ from django.utils.text import slugify
 from taxonomy.models import TaxonomyVersion
 from taxonomy.services import taxonomy_seed_mast
 from traces.models import Membership, Project
+from traces.projects.selectors import user_can
 
 User = get_user_model()
 
@@ -72,7 +73,6 @@ def project_settings_update(
     """Change a project's settings (managers). ``taxonomy_version`` is the working version: the
     version annotators label with outside rounds, judge runs and every reader of labels default
     to. It must be published (a draft may still change under the labels)."""
-    from traces.projects.selectors import user_can
 
     if by is not None and not user_can(user=by, project=project, capability="manage"):  # None: the system (demo, tests)
         raise PermissionDenied(f"Only managers of {project.name} change its settings.")

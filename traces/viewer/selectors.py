@@ -12,6 +12,7 @@ import zlib
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
+from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
@@ -104,7 +105,6 @@ class TraceFilters:
 
     def querystring(self, **override) -> str:
         """The filters as a query string (for pagination and sort links), without empty values."""
-        from urllib.parse import urlencode
 
         values = {
             "framework": self.framework,

@@ -99,6 +99,7 @@ class BaselineModel:
 
 
 def _fit(X, y: np.ndarray, seed: int) -> LogisticRegression:
+    # scikit-learn loads in about a second: only a process that trains pays for it.
     from sklearn.linear_model import LogisticRegression
 
     clf = LogisticRegression(class_weight="balanced", max_iter=2000, C=4.0, random_state=seed)
@@ -107,6 +108,7 @@ def _fit(X, y: np.ndarray, seed: int) -> LogisticRegression:
 
 
 def _vectorizer(n: int) -> TfidfVectorizer:
+    # scikit-learn loads in about a second: only a process that trains pays for it.
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     return TfidfVectorizer(
@@ -147,6 +149,7 @@ def _fit_modes(
 def train(texts: Sequence[str], labels: np.ndarray, codes: Sequence[str], *, seed: int = 0) -> BaselineModel:
     """Train on traces x modes 0/1 labels (NaN = unlabelled for that mode)."""
     labels = _check(texts, labels, codes)
+    # scikit-learn loads in about a second: only a process that trains pays for it.
     from sklearn.model_selection import train_test_split
 
     vectorizer = _vectorizer(len(texts))
