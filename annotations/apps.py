@@ -1,3 +1,5 @@
+"""The annotations app's config: registers its hooks, tabs, job kind and checks in the registries below."""
+
 from django.apps import AppConfig
 
 

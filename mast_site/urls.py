@@ -1,3 +1,5 @@
+"""The site's URL map: sign-in, the admin, /api/ (with the schema and docs) and each app's pages."""
+
 from csp.constants import SELF
 from csp.decorators import csp_update
 from django.contrib import admin

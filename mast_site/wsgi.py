@@ -1,3 +1,5 @@
+"""The WSGI entry point (gunicorn): Django's application, with the collector tuned for web processes."""
+
 import gc
 import os
 

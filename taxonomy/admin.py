@@ -1,3 +1,5 @@
+"""Django admin for taxonomies and their versions."""
+
 from django.contrib import admin
 
 from taxonomy.models import Category, CrossMapping, FailureMode, ModeMapping, Taxonomy, TaxonomyVersion

@@ -1,3 +1,5 @@
+"""The taxonomy API: versions with their categories, modes and mappings (read only)."""
+
 from rest_framework import generics
 
 from taxonomy.models import TaxonomyVersion

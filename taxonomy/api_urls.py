@@ -1,3 +1,5 @@
+"""API routes of the taxonomy app (mounted under /api/)."""
+
 from django.urls import path
 
 from taxonomy import api as views

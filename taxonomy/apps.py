@@ -1,3 +1,5 @@
+"""The taxonomy app's config."""
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 

@@ -1,3 +1,5 @@
+"""DRF serializers of taxonomy versions, categories, modes and mappings."""
+
 from rest_framework import serializers
 
 from taxonomy.models import Category, FailureMode, ModeMapping, TaxonomyVersion

@@ -1,3 +1,5 @@
+"""Pages of the taxonomy app: versions, drafts, mappings."""
+
 from django.urls import path
 
 from taxonomy import views

@@ -1,3 +1,5 @@
+"""Django admin for projects, traces, steps and import jobs."""
+
 from django.contrib import admin
 
 from traces.models import ImportJob, Membership, Project, Step, Trace, TraceSource, TracesStamp

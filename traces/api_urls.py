@@ -1,3 +1,5 @@
+"""API routes of the traces app: projects, imports, the viewer (mounted under /api/)."""
+
 from django.urls import include, path
 
 from traces.projects import api as views

@@ -1,3 +1,5 @@
+"""The traces app's config: registers its job kind and what it offers the apps above it."""
+
 from django.apps import AppConfig
 
 

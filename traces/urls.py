@@ -1,3 +1,5 @@
+"""Pages of the traces app: home, profile, projects (new, home, members, settings), the viewer, imports."""
+
 from django.urls import include, path
 
 from traces.projects import views

@@ -1,3 +1,5 @@
+"""API routes of judges: connections, prompts, runs, quality, comparison, imported raters."""
+
 from django.urls import path
 
 from annotations.judge import api as judge

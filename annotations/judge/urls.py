@@ -1,3 +1,5 @@
+"""Pages of judges: connections, runs, quality, comparison, self-agreement, imported raters."""
+
 from django.urls import path
 
 from annotations.judge import views as judge

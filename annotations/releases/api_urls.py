@@ -1,3 +1,5 @@
+"""API routes of releases: create, list, read, retry, download."""
+
 from django.urls import path
 
 from annotations.releases import api as releases

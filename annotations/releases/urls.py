@@ -1,3 +1,5 @@
+"""Pages of releases: the Releases tab, a release, its download."""
+
 from django.urls import path
 
 from annotations.releases import views as releases

@@ -1,3 +1,5 @@
+"""The import API: upload files as a job, list, read and retry jobs."""
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.parsers import FormParser, MultiPartParser

@@ -1,3 +1,5 @@
+"""API routes of imports."""
+
 from django.urls import path
 
 from traces.importing import api as import_views

@@ -1,3 +1,5 @@
+"""DRF serializers of import jobs and uploads."""
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 

@@ -1,3 +1,5 @@
+"""Pages of imports: the Import tab and a job's report."""
+
 from django.urls import path
 
 from traces.importing import views as import_views

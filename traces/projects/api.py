@@ -1,3 +1,5 @@
+"""The projects API: projects, their settings and members."""
+
 from django.contrib.auth import get_user_model
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics

@@ -1,3 +1,5 @@
+"""DRF serializers of projects and memberships."""
+
 from rest_framework import serializers
 
 from traces.models import Membership, Project

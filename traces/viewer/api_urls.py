@@ -1,3 +1,5 @@
+"""API routes of the trace viewer: traces, steps, outline, raw text, search."""
+
 from django.urls import path
 
 from traces.viewer import api as viewer_views

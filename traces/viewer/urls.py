@@ -1,3 +1,5 @@
+"""Pages of the trace viewer."""
+
 from django.urls import path
 
 from traces.viewer import views as viewer_views

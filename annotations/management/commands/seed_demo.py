@@ -1,3 +1,5 @@
+"""`manage.py seed_demo`: create (or complete) the demo project, users and data."""
+
 from django.core.management.base import BaseCommand
 
 from annotations.demo import credentials, seed_demo

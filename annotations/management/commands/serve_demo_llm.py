@@ -1,3 +1,5 @@
+"""`manage.py serve_demo_llm`: the demo's stand-in OpenAI-protocol server."""
+
 import signal
 import sys
 

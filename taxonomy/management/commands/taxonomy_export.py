@@ -1,3 +1,5 @@
+"""`manage.py taxonomy_export`: print a taxonomy version as JSON."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError

@@ -1,3 +1,5 @@
+"""`manage.py taxonomy_import`: import a taxonomy file as a new version."""
+
 import json
 from pathlib import Path
 
