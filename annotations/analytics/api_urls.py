@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotations.analytics import paper_views
+from annotations.analytics.views import paper as paper_views
 
 urlpatterns = [
     path(

@@ -2,7 +2,9 @@
 
 from django.urls import path
 
-from annotations.analytics import attribution, paper_views, views
+from annotations.analytics import attribution
+from annotations.analytics.views import dashboard as views
+from annotations.analytics.views import paper as paper_views
 
 urlpatterns = [
     path("p/<slug:slug>/analytics/", views.dashboard, name="dashboard"),

@@ -2,10 +2,9 @@
 
 from django.urls import path
 
-from annotations.judge import api as judge
-from annotations.judge import api_compare as compare
-from annotations.judge import api_connections as conns
-from annotations.judge import api_reliability as reliability
+from annotations.judge.api import compare, reliability
+from annotations.judge.api import connections as conns
+from annotations.judge.api import runs as judge
 
 urlpatterns = [
     path("projects/<slug:slug>/judge-runs/", judge.JudgeRunListApi.as_view(), name="api-judge-runs"),

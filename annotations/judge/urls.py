@@ -2,10 +2,9 @@
 
 from django.urls import path
 
-from annotations.judge import views as judge
-from annotations.judge import views_compare as compare
-from annotations.judge import views_connections as conns
-from annotations.judge import views_reliability as reliability
+from annotations.judge.views import compare, reliability
+from annotations.judge.views import connections as conns
+from annotations.judge.views import runs as judge
 
 urlpatterns = [
     path("p/<slug:slug>/judge/", judge.judge_list, name="judge_list"),

@@ -2,7 +2,10 @@
 
 from django.urls import path
 
-from annotations.rounds import agreed_views, attribution_views, disagreement_views, views
+from annotations.rounds.views import agreed as agreed_views
+from annotations.rounds.views import attribution as attribution_views
+from annotations.rounds.views import disagreements as disagreement_views
+from annotations.rounds.views import rounds as views
 
 R = "p/<slug:slug>/rounds/<int:pk>/"
 D = R + "disagreements/<int:trace_id>/<str:code>/"

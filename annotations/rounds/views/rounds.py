@@ -1,6 +1,6 @@
 """HTML pages of calibration rounds: list, create (with an htmx sample preview), detail and
 progress, and the agreement report (the disagreement pages, with adjudication, discussion and
-"revise this definition", are in ``disagreement_views``). Views parse input, call one service or
+"revise this definition", are in ``views.disagreements``). Views parse input, call one service or
 selector, render.
 """
 

@@ -17,7 +17,6 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.labels.visibility import round_withheld_trace_ids
 from annotations.models import Round
-from annotations.rounds.attribution_views import attribution_cards_context
 from annotations.rounds.disagreements import disagreement_evidence_steps, round_disagreements
 from annotations.rounds.selectors import (
     round_get,
@@ -26,7 +25,8 @@ from annotations.rounds.selectors import (
     round_require_trace_shown,
 )
 from annotations.rounds.services import adjudication_record, disagreement_comment_add, round_revise_definition
-from annotations.rounds.views import _errors
+from annotations.rounds.views.attribution import attribution_cards_context
+from annotations.rounds.views.rounds import _errors
 from taxonomy.models import FailureMode
 from traces.projects.selectors import project_get_for_user
 

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from annotations.judge.comparison import judge_comparison
 from annotations.judge.imported import imported_raters, rater_import
-from annotations.judge.views_compare import MAX_UPLOAD, comparison_request
+from annotations.judge.views.compare import MAX_UPLOAD, comparison_request
 from traces.projects.permissions import ProjectScopedMixin
 
 

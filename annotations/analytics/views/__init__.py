@@ -1,0 +1,1 @@
+"""HTML and htmx views of the analytics area, one module per screen or resource."""

@@ -1,0 +1,1 @@
+"""DRF API views of the judge area, one module per screen or resource."""

@@ -1,0 +1,1 @@
+"""HTML and htmx views of the judge area, one module per screen or resource."""
