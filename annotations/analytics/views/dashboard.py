@@ -70,14 +70,42 @@ def _cohort_mask(M, spec: str) -> tuple[np.ndarray, str] | None:
     return M.groups[key].equals(value), f"{FIELD_LABELS[key]} {value or '(unknown)'}"
 
 
+@dataclass(frozen=True)
+class _Labels:
+    """How the dashboard's charts name modes and categories."""
+
+    codes: list[str]
+    mode_label: dict[str, str]
+    cat_label: dict[str, str]
+    cat_legend: list[tuple[str, str]]
+
+    @classmethod
+    def of(cls, M) -> _Labels:
+        mode_label = {c: f"FM-{c} {M.names.get(c, '')}" for c in M.codes}
+        cat_label = {c: f"FC{c} {M.category_names.get(c, '')}" for c in M.categories}
+        legend = [(cat_label[c], charts.PALETTE[i % 8]) for i, c in enumerate(M.categories)]
+        return cls(list(M.codes), mode_label, cat_label, legend)
+
+
 def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str = "holm") -> tuple[list[Chart], dict]:
-    codes = M.codes
-    mode_label = {c: f"FM-{c} {M.names.get(c, '')}" for c in codes}
-    cat_label = {c: f"FC{c} {M.category_names.get(c, '')}" for c in M.categories}
+    """Every chart of the dashboard, in page order, and the summary figures above them."""
+    L = _Labels.of(M)
     out: list[Chart] = []
     summary: dict = {"traces": int(M.X.shape[0])}
-    cat_legend = [(cat_label[c], charts.PALETTE[i % 8]) for i, c in enumerate(M.categories)]
+    C = analytics.category_matrix(M.X, M.column_categories, M.categories)
+    out += _mode_charts(M, L, summary)
+    out += _category_charts(M, L, C, summary)
+    out += _framework_charts(M, L, summary)
+    out += _correlation_charts(M, L, C, summary)
+    out += _cohort_charts(M, L, summary, cohort_a=cohort_a, cohort_b=cohort_b, correction=correction)
+    out += _efficiency_charts(M, L, summary)
+    return out, summary
 
+
+def _mode_charts(M, L: _Labels, summary: dict) -> list[Chart]:
+    """Modes: share of all failures, share of traces."""
+    codes, mode_label, cat_legend = L.codes, L.mode_label, L.cat_legend
+    out: list[Chart] = []
     dist = analytics.mode_distribution(M.X, codes)
     summary["failures"] = sum(d.present for d in dist)
     out.append(
@@ -122,7 +150,13 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
         )
     )
 
-    C = analytics.category_matrix(M.X, M.column_categories, M.categories)
+    return out
+
+
+def _category_charts(M, L: _Labels, C: np.ndarray, summary: dict) -> list[Chart]:
+    """Failure categories."""
+    cat_label = L.cat_label
+    out: list[Chart] = []
     cats = analytics.category_distribution(M.X, M.column_categories, M.categories, C=C)
     out.append(
         Chart(
@@ -153,6 +187,13 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
         )
     )
 
+    return out
+
+
+def _framework_charts(M, L: _Labels, summary: dict) -> list[Chart]:
+    """Categories and modes per framework."""
+    cat_label = L.cat_label
+    out: list[Chart] = []
     groups = analytics.per_group(M.X, M.groups["mas_name"], M.column_categories, M.categories)
     gnames = [g["group"] or "(unknown)" for g in groups]
     out.append(
@@ -197,6 +238,13 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
         )
     )
 
+    return out
+
+
+def _correlation_charts(M, L: _Labels, C: np.ndarray, summary: dict) -> list[Chart]:
+    """Co-occurrence (phi) of modes and of categories."""
+    codes, mode_label, cat_label = L.codes, L.mode_label, L.cat_label
+    out: list[Chart] = []
     phi = analytics.phi_matrix(M.X) if M.X.shape[0] else np.full((len(codes), len(codes)), np.nan)
     lo, hi = analytics.off_diagonal_range(phi)
     out.append(
@@ -229,6 +277,13 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
         )
     )
 
+    return out
+
+
+def _cohort_charts(M, L: _Labels, summary: dict, *, cohort_a: str, cohort_b: str, correction: str) -> list[Chart]:
+    """Two cohorts compared, when both are chosen."""
+    codes, mode_label = L.codes, L.mode_label
+    out: list[Chart] = []
     a, b = _cohort_mask(M, cohort_a), _cohort_mask(M, cohort_b)
     if a and b:
         rows = analytics.cohort_compare(M.X[a[0]], M.X[b[0]], codes, correction=correction)
@@ -290,6 +345,12 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
             )
         )
 
+    return out
+
+
+def _efficiency_charts(M, L: _Labels, summary: dict) -> list[Chart]:
+    """Steps, switches and repetition per framework, failed against succeeded."""
+    out: list[Chart] = []
     failed = np.any(M.X == 1, axis=1).astype(float) if M.X.shape[0] else np.zeros(0)
     eff = analytics.efficiency(M.groups["mas_name"], M.steps, M.switches, M.repeated, failed, M.success)
     out.append(
@@ -348,7 +409,7 @@ def build_charts(M, *, cohort_a: str = "", cohort_b: str = "", correction: str =
             ],
         )
     )
-    return out, summary
+    return out
 
 
 def _csv_response(chart: Chart, slug: str) -> HttpResponse:
@@ -359,6 +420,29 @@ def _csv_response(chart: Chart, slug: str) -> HttpResponse:
     resp = HttpResponse(buf.getvalue(), content_type="text/csv; charset=utf-8")
     resp["Content-Disposition"] = f'attachment; filename="{slug}-{chart.name}.csv"'
     return resp
+
+
+def _charts_cached(user, project, source, filters, target, facts, *, cohort: tuple[str, str], correction: str):
+    """(charts, summary, source label, labels carried by a mapping, the mapping) of one selection.
+
+    Cached per (project, label source, filters, labels fingerprint, cohort): the fingerprint
+    changes with any label, trace or visibility change, so a hit is never stale."""
+    fingerprint = labels_fingerprint(
+        user=user, project=project, source=source, filters=filters, target=target, facts_of_traces=facts
+    )
+    key = "mast:dashboard:" + hashlib.sha256(f"{fingerprint}|{cohort[0]}|{cohort[1]}|{correction}".encode()).hexdigest()
+    cached = cache.get(key)
+    if cached is None:
+        # the matrix is cached on its own too, so a new cohort or correction reuses it
+        matrix_key = f"mast:dashboard-matrix:{fingerprint}"
+        M = cache.get(matrix_key)
+        if M is None:
+            M = label_matrix(user=user, project=project, source=source, filters=filters, target=target, facts=facts)
+            cache.set(matrix_key, M, CACHE_SECONDS)
+        chart_list, summary = build_charts(M, cohort_a=cohort[0], cohort_b=cohort[1], correction=correction)
+        cached = (chart_list, summary, M.source_label, M.n_mapped, M.mapping)
+        cache.set(key, cached, CACHE_SECONDS)
+    return cached
 
 
 @login_required
@@ -382,27 +466,10 @@ def dashboard(request, slug):
         target = project.taxonomy_version  # a forgiving HTML page: an unusable ?version= shows the working one
     if target.pk not in {v.pk for v in target_choices}:
         target = project.taxonomy_version
-    # Cached per (project, label source, filters, labels fingerprint, cohort): the fingerprint
-    # changes with any label, trace or visibility change, so a hit is never stale.
     facts = project_trace_facts(project=project)
-    fingerprint = labels_fingerprint(
-        user=request.user, project=project, source=source, filters=filters, target=target, facts_of_traces=facts
+    chart_list, summary, source_label, n_mapped, mapping = _charts_cached(
+        request.user, project, source, filters, target, facts, cohort=(cohort_a, cohort_b), correction=correction
     )
-    key = "mast:dashboard:" + hashlib.sha256(f"{fingerprint}|{cohort_a}|{cohort_b}|{correction}".encode()).hexdigest()
-    cached = cache.get(key)
-    if cached is None:
-        # the matrix is cached on its own too, so a new cohort or correction reuses it
-        matrix_key = f"mast:dashboard-matrix:{fingerprint}"
-        M = cache.get(matrix_key)
-        if M is None:
-            M = label_matrix(
-                user=request.user, project=project, source=source, filters=filters, target=target, facts=facts
-            )
-            cache.set(matrix_key, M, CACHE_SECONDS)
-        chart_list, summary = build_charts(M, cohort_a=cohort_a, cohort_b=cohort_b, correction=correction)
-        cached = (chart_list, summary, M.source_label, M.n_mapped, M.mapping)
-        cache.set(key, cached, CACHE_SECONDS)
-    chart_list, summary, source_label, n_mapped, mapping = cached
 
     fmt = request.GET.get("format")
     if fmt in ("csv", "svg"):
