@@ -108,6 +108,10 @@ def _mode_charts(M, L: _Labels, summary: dict) -> list[Chart]:
     out: list[Chart] = []
     dist = analytics.mode_distribution(M.X, codes)
     summary["failures"] = sum(d.present for d in dist)
+    colours = [  # each mode in its category's colour
+        charts.PALETTE[M.categories.index(cc) % 8] if cc in M.categories else charts.PALETTE[0]
+        for cc in M.column_categories
+    ]
     out.append(
         Chart(
             "modes_failures",
@@ -117,10 +121,7 @@ def _mode_charts(M, L: _Labels, summary: dict) -> list[Chart]:
                 title="Share of all failures, per mode",
                 x_label="% of all failure labels",
                 legend=cat_legend,
-                colours=[
-                    charts.PALETTE[M.categories.index(cc) % 8] if cc in M.categories else charts.PALETTE[0]
-                    for cc in M.column_categories
-                ],
+                colours=colours,
             ),
             ["mode", "name", "present", "known", "share_of_failures", "share_of_traces"],
             [
@@ -139,10 +140,7 @@ def _mode_charts(M, L: _Labels, summary: dict) -> list[Chart]:
                 title="Share of traces showing each mode",
                 x_label="% of labelled traces",
                 legend=cat_legend,
-                colours=[
-                    charts.PALETTE[M.categories.index(cc) % 8] if cc in M.categories else charts.PALETTE[0]
-                    for cc in M.column_categories
-                ],
+                colours=colours,
             ),
             ["mode", "name", "present", "known", "share_of_traces"],
             [[d.code, M.names.get(d.code, ""), d.present, d.known, _f(d.share_of_traces)] for d in dist],
