@@ -14,13 +14,26 @@ if command -v psql >/dev/null; then
     || psql "${DATABASE_URL%/*}/postgres" -qc "CREATE DATABASE \"$db\"" || true
 fi
 .venv/bin/ruff check .
-# A report, never a failure: runtime pins behind the package index (scripts/outdated.py).
-.venv/bin/python scripts/outdated.py || true
 .venv/bin/lint-imports --no-cache >/dev/null || { .venv/bin/lint-imports --no-cache | sed -n '/Broken contracts/,$p' >&2
   echo "ERROR: an import breaks a layer contract (pyproject.toml [tool.importlinter])." >&2; exit 1; }
-.venv/bin/mypy --no-error-summary || { echo "ERROR: mypy found type errors ([tool.mypy] in pyproject.toml)." >&2; exit 1; }
 .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null || {
   echo "ERROR: models changed without a migration (run manage.py makemigrations)." >&2; exit 1; }
 # Two processes (pytest-xdist, one file at a time each): on two cores the browser, worker and
 # network waits of one overlap the other's work. MAST_TEST_WORKERS=0 runs in one process.
-exec .venv/bin/pytest --create-db -n "${MAST_TEST_WORKERS:-2}" --dist loadfile "$@"
+# The two slower checks run beside the tests (on two cores the tests leave CPU idle while they wait
+# for the browser, the worker and the network); their verdicts are printed at the end:
+# mypy (a failure fails the run) and the report of runtime pins behind the package index.
+checks=$(mktemp -d)
+( status=0; .venv/bin/mypy --no-error-summary > "$checks/mypy" 2>&1 || status=$?; echo $status > "$checks/mypy.rc" ) &
+( .venv/bin/python scripts/outdated.py > "$checks/outdated" 2>&1 || true ) &
+rc=0
+.venv/bin/pytest --create-db -n "${MAST_TEST_WORKERS:-2}" --dist loadfile "$@" || rc=$?
+wait
+cat "$checks/outdated"
+if [ "$(cat "$checks/mypy.rc")" != 0 ]; then
+  cat "$checks/mypy" >&2
+  echo "ERROR: mypy found type errors ([tool.mypy] in pyproject.toml)." >&2
+  rc=1
+fi
+rm -rf "$checks"
+exit $rc
