@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -158,52 +159,93 @@ def _axis_name(name: str, chars: int) -> str:
     return name if len(name) <= chars else name[: max(chars - 1, 1)].rstrip() + "…"
 
 
-def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Coordinates for the SVG trend chart of agreement across rounds (rendered by a template).
+@dataclass(frozen=True)
+class _Frame:
+    """The trend chart's geometry: the plot's box and the kappa range it shows."""
 
-    One slot per round, in the order the rounds were opened, named on the axis by the round's name
-    (shortened to its slot, tilted when slots are narrow; the full name is in the tooltip and the
-    key under the chart). Two series: failure-mode kappa (circles) and attribution agreement
-    (diamonds); a round draws a point in each series it measured, so an attribution round never
-    joins the failure-mode line. A round in review is provisional: a hollow dashed marker reached
-    by a dashed segment, and the legend says so. Each version change is one dashed line with a
-    short tag (V2, V3, ...) that the key spells out; values are written beside the points while
-    they fit (12 rounds or fewer), and are always in each point's tooltip."""
-    n = len(rows)
-    width, height = 720, 240
-    left, right, top = 52, 104, 28  # the band names sit in the right margin, clear of the points
-    plot_w = width - left - right
-    slot = plot_w / n if n else plot_w
-    chars = int(slot / 6.8)
-    tilted = chars < 10
-    if tilted:
-        chars = 22
-    bottom = 96 if tilted else 40
-    height += bottom - 40
-    plot_h = height - top - bottom
-    values = [
-        v for r in rows for key, _, _ in SERIES if r.get(key) for v in (r[key]["lo"], r[key]["kappa"]) if v is not None
-    ]
-    lo = math.floor(min([-0.2, *values]) * 5) / 5
-    hi = 1.0
+    n: int
+    width: int = 720
+    left: int = 52
+    right: int = 104  # the band names sit in the right margin, clear of the points
+    top: int = 28
+    lo: float = -0.2
+    hi: float = 1.0
+    chars: int = 0
+    tilted: bool = False
+    height: int = 240
+    bottom: int = 40
 
-    def y(v: float) -> float:
-        return top + plot_h * (hi - v) / (hi - lo)
+    @classmethod
+    def of(cls, rows: list[dict[str, Any]]) -> _Frame:
+        n, f = len(rows), cls(n=len(rows))
+        plot_w = f.width - f.left - f.right
+        chars = int((plot_w / n if n else plot_w) / 6.8)
+        tilted = chars < 10
+        bottom = 96 if tilted else 40
+        values = [
+            v
+            for r in rows
+            for key, _, _ in SERIES
+            if r.get(key)
+            for v in (r[key]["lo"], r[key]["kappa"])
+            if v is not None
+        ]
+        lo = math.floor(min([-0.2, *values]) * 5) / 5
+        return cls(n=n, lo=lo, chars=22 if tilted else chars, tilted=tilted, height=240 + bottom - 40, bottom=bottom)
 
-    def x(i: int) -> float:
-        return left + (plot_w * (i + 0.5) / n if n else plot_w / 2)
+    @property
+    def plot_w(self) -> int:
+        return self.width - self.left - self.right
 
+    @property
+    def plot_h(self) -> int:
+        return self.height - self.top - self.bottom
+
+    def y(self, v: float) -> float:
+        return self.top + self.plot_h * (self.hi - v) / (self.hi - self.lo)
+
+    def x(self, i: int) -> float:
+        return self.left + (self.plot_w * (i + 0.5) / self.n if self.n else self.plot_w / 2)
+
+
+def _trend_point(frame: _Frame, key: str, label: str, stat: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+    """One round's point in one series: its marker, whisker and the text of its tooltip."""
+    cx, k = entry["x"], stat["kappa"]
+    point = {
+        "series": key,
+        "series_label": label,
+        "x": cx,
+        "xl": round(cx - 5, 1),
+        "xr": round(cx + 5, 1),
+        "y": round(frame.y(k), 1) if k is not None else None,
+        "lo": round(frame.y(stat["lo"]), 1) if stat["lo"] is not None else None,
+        "hi": round(frame.y(stat["hi"]), 1) if stat["hi"] is not None else None,
+        "kappa": f"{k:.2f}" if k is not None else stat.get("why") or "undefined",
+        "ci": "" if stat["lo"] is None or stat["hi"] is None else f"{stat['lo']:.2f}–{stat['hi']:.2f}",
+        "name": entry["name"],
+        "pk": entry["pk"],
+        "provisional": entry["provisional"],
+        "version": entry["version"],
+    }
+    if point["y"] is not None:
+        d, py = 7.0, point["y"]
+        point["diamond"] = f"{cx},{py - d} {cx + d},{py} {cx},{py + d} {cx - d},{py}"
+    return point
+
+
+def _trend_rounds(frame: _Frame, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, list]]:
+    """One slot per round (named, tagged with its version) and each series' points."""
     tags: dict[Any, str] = {}
     for r in rows:
         tags.setdefault(r.get("version_id", r["version"]), f"V{len(tags) + 1}")
     rounds: list[dict[str, Any]] = []
     series: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in SERIES}
     for i, r in enumerate(rows):
-        name, cx = r["round"].name, round(x(i), 1)
+        name = r["round"].name
         entry = {
-            "x": cx,
+            "x": round(frame.x(i), 1),
             "name": name,
-            "axis_name": _axis_name(name, chars),
+            "axis_name": _axis_name(name, frame.chars),
             "pk": r["round"].pk,
             "provisional": r["provisional"],
             "version": r["version"],
@@ -213,34 +255,16 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "measured": [],
         }
         for key, label, _ in SERIES:
-            stat = r.get(key)
-            if stat is None:
-                continue
-            k = stat["kappa"]
-            point = {
-                "series": key,
-                "series_label": label,
-                "x": cx,
-                "xl": round(cx - 5, 1),
-                "xr": round(cx + 5, 1),
-                "y": round(y(k), 1) if k is not None else None,
-                "lo": round(y(stat["lo"]), 1) if stat["lo"] is not None else None,
-                "hi": round(y(stat["hi"]), 1) if stat["hi"] is not None else None,
-                "kappa": f"{k:.2f}" if k is not None else stat.get("why") or "undefined",
-                "ci": "" if stat["lo"] is None or stat["hi"] is None else f"{stat['lo']:.2f}–{stat['hi']:.2f}",
-                "name": name,
-                "pk": entry["pk"],
-                "provisional": r["provisional"],
-                "version": r["version"],
-            }
-            if point["y"] is not None:
-                d = 7.0
-                point["diamond"] = (
-                    f"{cx},{point['y'] - d} {cx + d},{point['y']} {cx},{point['y'] + d} {cx - d},{point['y']}"
-                )
-            series[key].append(point)
-            entry["measured"].append(point)
+            if r.get(key) is not None:
+                point = _trend_point(frame, key, label, r[key], entry)
+                series[key].append(point)
+                entry["measured"].append(point)
         rounds.append(entry)
+    return rounds, series
+
+
+def _trend_segments(series: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The lines joining each series' drawn points; dashed where either end is provisional."""
     segments = []
     for key, _, _ in SERIES:
         drawn = [p for p in series[key] if p["y"] is not None]
@@ -255,43 +279,70 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     "provisional": a["provisional"] or b["provisional"],
                 }
             )
-    ticks = []
-    v = lo
-    while v <= hi + 1e-9:
-        ticks.append({"v": f"{v:.1f}", "y": round(y(v), 1)})
-        v = round(v + 0.2, 10)
-    bands = [
-        {"y": round(y(b), 1), "h": round(y(a) - y(b), 1), "label": name, "ly": round((y(a) + y(b)) / 2 + 4, 1)}
-        for a, b, name in ((0.6, 0.8, "substantial"), (0.8, 1.0, "almost perfect"))
-    ]
-    version_marks = [
-        {"x": round((rounds[i - 1]["x"] + r["x"]) / 2, 1), "version": r["version"], "tag": r["tag"]}
-        for i, r in enumerate(rounds)
-        if r["changed"] and i > 0
-    ]
+    return segments
+
+
+def _trend_versions(rounds: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Where the taxonomy version changes (dashed marks), the key of versions and their revisions."""
     versions: list[dict[str, Any]] = []
     for r in rounds:
         if versions and versions[-1]["tag"] == r["tag"]:
             versions[-1]["last"] = r["name"]
         else:
             versions.append({"tag": r["tag"], "label": r["version"], "first": r["name"], "last": r["name"]})
-    revisions = [
-        {"round": r["name"], "tag": r["tag"], "version": r["version"], "modes": r["revised"]}
-        for r in rounds
-        if r["revised"]
-    ]
-    label_y = height - bottom + 18
     return {
-        "width": width,
-        "height": height,
-        "left": left,
-        "tick_x": left - 8,
-        "plot_w": plot_w,
-        "right": width - right,
-        "top": top,
-        "bottom": height - bottom,
-        "label_y": label_y,
-        "tilted": tilted,
+        "version_marks": [
+            {"x": round((rounds[i - 1]["x"] + r["x"]) / 2, 1), "version": r["version"], "tag": r["tag"]}
+            for i, r in enumerate(rounds)
+            if r["changed"] and i > 0
+        ],
+        "versions": versions,
+        "revisions": [
+            {"round": r["name"], "tag": r["tag"], "version": r["version"], "modes": r["revised"]}
+            for r in rounds
+            if r["revised"]
+        ],
+    }
+
+
+def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coordinates for the SVG trend chart of agreement across rounds (rendered by a template).
+
+    One slot per round, in the order the rounds were opened, named on the axis by the round's name
+    (shortened to its slot, tilted when slots are narrow; the full name is in the tooltip and the
+    key under the chart). Two series: failure-mode kappa (circles) and attribution agreement
+    (diamonds); a round draws a point in each series it measured, so an attribution round never
+    joins the failure-mode line. A round in review is provisional: a hollow dashed marker reached
+    by a dashed segment, and the legend says so. Each version change is one dashed line with a
+    short tag (V2, V3, ...) that the key spells out; values are written beside the points while
+    they fit (12 rounds or fewer), and are always in each point's tooltip."""
+    f = _Frame.of(rows)
+    rounds, series = _trend_rounds(f, rows)
+    ticks = []
+    v = f.lo
+    while v <= f.hi + 1e-9:
+        ticks.append({"v": f"{v:.1f}", "y": round(f.y(v), 1)})
+        v = round(v + 0.2, 10)
+    bands = [
+        {
+            "y": round(f.y(b), 1),
+            "h": round(f.y(a) - f.y(b), 1),
+            "label": name,
+            "ly": round((f.y(a) + f.y(b)) / 2 + 4, 1),
+        }
+        for a, b, name in ((0.6, 0.8, "substantial"), (0.8, 1.0, "almost perfect"))
+    ]
+    return {
+        "width": f.width,
+        "height": f.height,
+        "left": f.left,
+        "tick_x": f.left - 8,
+        "plot_w": f.plot_w,
+        "right": f.width - f.right,
+        "top": f.top,
+        "bottom": f.height - f.bottom,
+        "label_y": f.height - f.bottom + 18,
+        "tilted": f.tilted,
         "rounds": rounds,
         "points": [p for key, _, _ in SERIES for p in series[key]],
         "series": [
@@ -299,14 +350,12 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
             for key, label, what in SERIES
             if series[key]
         ],
-        "segments": segments,
+        "segments": _trend_segments(series),
         "any_provisional": any(r["provisional"] for r in rounds),
         "provisional_text": PROVISIONAL,
-        "show_values": n <= 12,
+        "show_values": f.n <= 12,
         "ticks": ticks,
-        "zero_y": round(y(0), 1) if lo < 0 else None,
+        "zero_y": round(f.y(0), 1) if f.lo < 0 else None,
         "bands": bands,
-        "version_marks": version_marks,
-        "versions": versions,
-        "revisions": revisions,
+        **_trend_versions(rounds),
     }
