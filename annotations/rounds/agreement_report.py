@@ -11,6 +11,7 @@ The labels array and the ``Stat`` conventions are those of ``annotations.rounds.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,107 @@ _WITH_CI = (
 )
 
 
+def _round_sums(
+    x: np.ndarray, ia: np.ndarray, ib: np.ndarray, *, n_modes: int, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairwise cell counts (rows, P, cols + 1, 4) and multi-rater unit terms (rows, cols + 1, S)
+    of the observed data (row 0) and of every bootstrap resample (rows 1:); the last column pools
+    every (trace, mode) unit."""
+    n_traces, n_cols, n_pairs = x.shape[1], x.shape[2], len(ia)
+    # Per-trace sufficient statistics, flattened to (T, K) so all resamples are one matmul.
+    cells = _pair_cells(x[ia], x[ib]).transpose(1, 0, 2, 3)  # (T, P, cols, 4)
+    yes, no = (x == 1).sum(0), (x == 0).sum(0)
+    terms = _unit_terms(np.stack([no, yes], axis=-1).astype(float))  # (T, cols, S)
+    n_pair_cols = n_pairs * n_cols * 4
+    per_trace = np.concatenate(
+        [
+            cells.reshape(n_traces, n_pair_cols),
+            terms.reshape(n_traces, n_cols * terms.shape[-1]),
+        ],
+        axis=1,
+    )
+    weights = _resample_weights(bootstrap_indices(n_traces, n_boot, seed), n_traces)
+    # Row 0 = the observed data (every trace once), rows 1: = the resamples.
+    sums = np.vstack([per_trace.sum(0, keepdims=True), weights @ per_trace])
+    n_rows = sums.shape[0]
+    pair_sums = sums[:, :n_pair_cols].reshape(n_rows, n_pairs, n_cols, 4)
+    multi_sums = sums[:, n_pair_cols:].reshape(n_rows, n_cols, -1)
+    # Pooling over all (trace, mode) units is a sum of the per-mode sums.
+    pair_sums = np.concatenate([pair_sums, pair_sums[:, :, :n_modes].sum(2, keepdims=True)], axis=2)
+    multi_sums = np.concatenate([multi_sums, multi_sums[:, :n_modes].sum(1, keepdims=True)], axis=1)
+    return pair_sums, multi_sums
+
+
+@dataclass
+class _RoundBlocks:
+    """The statistics of one round's columns (modes, categories, overall) with their intervals."""
+
+    raters: Sequence[str]
+    ia: np.ndarray
+    ib: np.ndarray
+    pair_sums: np.ndarray
+    multi_sums: np.ndarray
+    ci: float
+    max_undefined_share: float
+
+    def __post_init__(self) -> None:
+        self.pair = _pair_stats(self.pair_sums)  # each (rows, P, cols + 1)
+        self.multi = _multi_stats(self.multi_sums, 2)  # each (rows, cols + 1)
+        self.mean_kappa, self.mean_code, self.n_defined = _mean_defined(*self.pair["cohen_kappa"], axis=1)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.ia)
+
+    def with_ci(self, values: FloatArray, codes: CodeArray) -> StatCI:
+        return _with_ci(values, codes, ci=self.ci, max_undefined_share=self.max_undefined_share)
+
+    def mean_kappa_at(self, col: int) -> MeanKappaStat:
+        return {
+            **self.with_ci(self.mean_kappa[:, col], self.mean_code[:, col]),
+            "n_pairs": self.n_pairs,
+            "n_pairs_defined": int(self.n_defined[0, col]),
+        }
+
+    def block(self, col: int) -> dict[str, Any]:
+        """One column's multi-rater statistics, mean pairwise kappa and each pair's kappa."""
+        multi, kappa = self.multi, self.pair["cohen_kappa"]
+        return {
+            "prevalence": _stat(multi["prevalence"][0][0, col], multi["prevalence"][1][0, col]),
+            **{name: self.with_ci(multi[name][0][:, col], multi[name][1][:, col]) for name in _WITH_CI},
+            "mean_pairwise_kappa": self.mean_kappa_at(col),
+            "pairwise": [
+                {
+                    "a": self.raters[self.ia[p]],
+                    "b": self.raters[self.ib[p]],
+                    "kappa": _stat(kappa[0][0, p, col], kappa[1][0, p, col]),
+                }
+                for p in range(self.n_pairs)
+            ],
+        }
+
+    def pairwise_overall(self, col: int) -> tuple[list[dict[str, Any]], list[list[float | None]]]:
+        """Each pair's pooled kappa with its interval and percent agreement, and the rater x rater
+        kappa matrix (1 on the diagonal)."""
+        n = len(self.raters)
+        matrix: list[list[float | None]] = [[1.0 if i == j else None for j in range(n)] for i in range(n)]
+        kappa, agree = self.pair["cohen_kappa"], self.pair["percent_agreement"]
+        pairwise = []
+        for p in range(self.n_pairs):
+            k = self.with_ci(kappa[0][:, p, col], kappa[1][:, p, col])
+            matrix[self.ia[p]][self.ib[p]] = matrix[self.ib[p]][self.ia[p]] = k["value"]
+            pairwise.append(
+                {
+                    "a": self.raters[self.ia[p]],
+                    "b": self.raters[self.ib[p]],
+                    "kappa": k,
+                    "n_units": int(self.pair_sums[0, p, col].sum()),
+                    "percent_agreement": _stat(agree[0][0, p, col], agree[1][0, p, col]),
+                }
+            )
+        return pairwise, matrix
+
+
 def round_report(
     labels: ArrayLike,
     *,
@@ -120,88 +222,13 @@ def round_report(
     cats = category_codes(modes, categories)
     # Columns of units: the M modes, then the C categories. "Overall" is added after the sums.
     x = np.concatenate([arr, category_labels(arr, modes, categories)], axis=2)
-    n_cols = x.shape[2]
+    overall = x.shape[2]
     ia, ib = np.triu_indices(n_raters, 1)
-    n_pairs = len(ia)
-
-    # Per-trace sufficient statistics, flattened to (T, K) so all resamples are one matmul.
-    cells = _pair_cells(x[ia], x[ib]).transpose(1, 0, 2, 3)  # (T, P, cols, 4)
-    yes, no = (x == 1).sum(0), (x == 0).sum(0)
-    terms = _unit_terms(np.stack([no, yes], axis=-1).astype(float))  # (T, cols, S)
-    n_pair_cols = n_pairs * n_cols * 4
-    per_trace = np.concatenate(
-        [
-            cells.reshape(n_traces, n_pair_cols),
-            terms.reshape(n_traces, n_cols * terms.shape[-1]),
-        ],
-        axis=1,
-    )
-    weights = _resample_weights(bootstrap_indices(n_traces, n_boot, seed), n_traces)
-    # Row 0 = the observed data (every trace once), rows 1: = the resamples.
-    sums = np.vstack([per_trace.sum(0, keepdims=True), weights @ per_trace])
-
-    n_rows = sums.shape[0]
-    pair_sums = sums[:, :n_pair_cols].reshape(n_rows, n_pairs, n_cols, 4)
-    multi_sums = sums[:, n_pair_cols:].reshape(n_rows, n_cols, -1)
-    # Pooling over all (trace, mode) units is a sum of the per-mode sums.
-    pair_sums = np.concatenate([pair_sums, pair_sums[:, :, :n_modes].sum(2, keepdims=True)], axis=2)
-    multi_sums = np.concatenate([multi_sums, multi_sums[:, :n_modes].sum(1, keepdims=True)], axis=1)
-
-    pair = _pair_stats(pair_sums)  # each (rows, P, cols + 1)
-    multi = _multi_stats(multi_sums, 2)  # each (rows, cols + 1)
-    mean_kappa, mean_code, n_defined = _mean_defined(*pair["cohen_kappa"], axis=1)
-
-    def with_ci(values: FloatArray, codes: CodeArray) -> StatCI:
-        return _with_ci(values, codes, ci=ci, max_undefined_share=max_undefined_share)
-
-    def mean_kappa_at(col: int) -> MeanKappaStat:
-        return {
-            **with_ci(mean_kappa[:, col], mean_code[:, col]),
-            "n_pairs": n_pairs,
-            "n_pairs_defined": int(n_defined[0, col]),
-        }
-
-    def block(col: int) -> dict[str, Any]:
-        return {
-            "prevalence": _stat(multi["prevalence"][0][0, col], multi["prevalence"][1][0, col]),
-            **{name: with_ci(multi[name][0][:, col], multi[name][1][:, col]) for name in _WITH_CI},
-            "mean_pairwise_kappa": mean_kappa_at(col),
-            "pairwise": [
-                {
-                    "a": raters[ia[p]],
-                    "b": raters[ib[p]],
-                    "kappa": _stat(
-                        pair["cohen_kappa"][0][0, p, col],
-                        pair["cohen_kappa"][1][0, p, col],
-                    ),
-                }
-                for p in range(n_pairs)
-            ],
-        }
-
-    overall = n_cols
-    kappa_matrix: list[list[float | None]] = [
-        [1.0 if i == j else None for j in range(n_raters)] for i in range(n_raters)
-    ]
-    pairwise = []
-    for p in range(n_pairs):
-        kappa = with_ci(pair["cohen_kappa"][0][:, p, overall], pair["cohen_kappa"][1][:, p, overall])
-        kappa_matrix[ia[p]][ib[p]] = kappa_matrix[ib[p]][ia[p]] = kappa["value"]
-        pairwise.append(
-            {
-                "a": raters[ia[p]],
-                "b": raters[ib[p]],
-                "kappa": kappa,
-                "n_units": int(pair_sums[0, p, overall].sum()),
-                "percent_agreement": _stat(
-                    pair["percent_agreement"][0][0, p, overall],
-                    pair["percent_agreement"][1][0, p, overall],
-                ),
-            }
-        )
-
+    pair_sums, multi_sums = _round_sums(x, ia, ib, n_modes=n_modes, n_boot=n_boot, seed=seed)
+    blocks = _RoundBlocks(raters, ia, ib, pair_sums, multi_sums, ci, max_undefined_share)
+    pairwise, kappa_matrix = blocks.pairwise_overall(overall)
     mode_cat = [categories[m] for m in modes]
-    overall_block = block(overall)
+    overall_block = blocks.block(overall)
     return {
         "raters": list(raters),
         "modes": list(modes),
@@ -210,12 +237,12 @@ def round_report(
         "pairwise": pairwise,
         "kappa_matrix": kappa_matrix,
         "mean_pairwise_kappa": overall_block["mean_pairwise_kappa"],
-        "per_mode": [{"mode": m, "category": mode_cat[j], **block(j)} for j, m in enumerate(modes)],
+        "per_mode": [{"mode": m, "category": mode_cat[j], **blocks.block(j)} for j, m in enumerate(modes)],
         "per_category": [
             {
                 "category": c,
                 "modes": [m for m in modes if categories[m] == c],
-                **block(n_modes + k),
+                **blocks.block(n_modes + k),
             }
             for k, c in enumerate(cats)
         ],
