@@ -9,6 +9,7 @@ is ``providers/``.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -151,6 +152,81 @@ def _few_shot(project: Project, version: TaxonomyVersion) -> list[dict]:
 # --------------------------------------------------------------------------- runs
 
 
+@dataclass
+class _Endpoint:
+    """Where a run's requests go and what they cost, after the connection and the provider had
+    their say."""
+
+    connection: ProviderConnection | None
+    base_url: str
+    api_key_env: str
+    model: str
+    price_in: Decimal | float | None
+    price_out: Decimal | float | None
+
+
+def _endpoint_resolve(project: Project, chosen: Any, given: _Endpoint, errors: dict[str, str]) -> _Endpoint:
+    """The endpoint a run uses: none for a whole-run provider (the baseline), the connection's URL
+    and prices (the given prices override them) when one is chosen; problems go into ``errors``."""
+    e = _Endpoint(**vars(given))
+    if chosen is not None and not chosen.per_trace:
+        # A whole-run provider (the baseline) calls no server: whatever the form's connection and
+        # model fields held is not its, and must not name the run (a failed baseline titled "gpt-4o").
+        return _Endpoint(None, "", "", baseline_model.NAME, None, None)
+    if e.connection is not None:
+        if e.connection.project_id != project.pk:
+            errors["connection"] = "not a connection of this project"
+        if e.api_key_env:
+            errors["api_key_env"] = "a run with a connection takes the connection's key; leave this empty"
+        e.base_url = e.connection.base_url
+        e.price_in = e.connection.price_in if e.price_in in (None, "") else e.price_in
+        e.price_out = e.connection.price_out if e.price_out in (None, "") else e.price_out
+    return e
+
+
+def _settings_errors(
+    *, chosen: Any, provider: str, e: _Endpoint, version: TaxonomyVersion, baseline_source: str, numbers: dict
+) -> dict[str, str]:
+    """What is wrong with a run's provider, endpoint and numeric settings (field -> message)."""
+    errors: dict[str, str] = {}
+    if chosen is None:
+        errors["provider"] = f"{provider!r}: expected {' or '.join(PROVIDERS)}"
+    else:
+        config = RunConfig(
+            base_url=e.base_url, model=e.model, api_key_env=e.api_key_env, baseline_source=baseline_source
+        )
+        errors.update(chosen.validate(config, allowed_keys=allowed_keys()))
+        if chosen.name == JudgeRun.Provider.MAST and not set(MAST_CODES) & {
+            m.code for m in version_modes(version=version)
+        }:
+            errors["taxonomy_version"] = f"{version.label} has none of the codes 1.1-3.3 the MAST prompt asks"
+    if not 1 <= int(numbers["concurrency"]) <= MAX_CONCURRENCY:
+        errors["concurrency"] = f"between 1 and {MAX_CONCURRENCY}"
+    if not 0 <= float(numbers["temperature"]) <= 2:
+        errors["temperature"] = "between 0 and 2"
+    if not 1 <= float(numbers["timeout"]) <= 3600:
+        errors["timeout"] = "between 1 and 3600 seconds"
+    return errors
+
+
+def _run_rater_and_estimate(run: JudgeRun, chosen: Any, prompt: Any, version: TaxonomyVersion) -> None:
+    """A per-trace run's cost estimate and the rater its answers are stored as."""
+    run.estimate = judge_run_estimate(
+        trace_ids=run.trace_ids,
+        max_chars=run.prompt_extras["max_chars"],
+        max_tokens=run.max_tokens,
+        price_in=run.price_in,
+        price_out=run.price_out,
+    )
+    what = f"prompt v{prompt.number}" if prompt is not None else chosen.prompt_identity
+    run.rater = rater_for(
+        kind=chosen.rater_kind,
+        name=chosen.rater_name(model=run.model, prompt_number=prompt.number if prompt else None),
+        description=f"LLM judge {run.model} with {what} on {version.label}",
+    )
+    run.save(update_fields=["rater", "estimate"])
+
+
 def judge_run_create(
     *,
     project: Project,
@@ -193,34 +269,15 @@ def judge_run_create(
     if taxonomy_version is not None and not taxonomy_version.is_published:
         errors["taxonomy_version"] = f"{taxonomy_version.label} is a draft; a judge runs on a published version"
     chosen = PROVIDERS.get(provider)
-    if chosen is not None and not chosen.per_trace:
-        # A whole-run provider (the baseline) calls no server: whatever the form's connection and
-        # model fields held is not its, and must not name the run (a failed baseline titled "gpt-4o").
-        connection, base_url, api_key_env, model = None, "", "", baseline_model.NAME
-        price_in = price_out = None
-    if connection is not None:
-        if connection.project_id != project.pk:
-            errors["connection"] = "not a connection of this project"
-        if api_key_env:
-            errors["api_key_env"] = "a run with a connection takes the connection's key; leave this empty"
-        base_url = connection.base_url
-        price_in = connection.price_in if price_in in (None, "") else price_in
-        price_out = connection.price_out if price_out in (None, "") else price_out
-    if chosen is None:
-        errors["provider"] = f"{provider!r}: expected {' or '.join(PROVIDERS)}"
-    else:
-        config = RunConfig(base_url=base_url, model=model, api_key_env=api_key_env, baseline_source=baseline_source)
-        errors.update(chosen.validate(config, allowed_keys=allowed_keys()))
-        if chosen.name == JudgeRun.Provider.MAST and not set(MAST_CODES) & {
-            m.code for m in version_modes(version=version)
-        }:
-            errors["taxonomy_version"] = f"{version.label} has none of the codes 1.1-3.3 the MAST prompt asks"
-    if not 1 <= int(concurrency) <= MAX_CONCURRENCY:
-        errors["concurrency"] = f"between 1 and {MAX_CONCURRENCY}"
-    if not 0 <= float(temperature) <= 2:
-        errors["temperature"] = "between 0 and 2"
-    if not 1 <= float(timeout) <= 3600:
-        errors["timeout"] = "between 1 and 3600 seconds"
+    e = _endpoint_resolve(
+        project, chosen, _Endpoint(connection, base_url, api_key_env, model, price_in, price_out), errors
+    )
+    numbers = {"concurrency": concurrency, "temperature": temperature, "timeout": timeout}
+    errors.update(
+        _settings_errors(
+            chosen=chosen, provider=provider, e=e, version=version, baseline_source=baseline_source, numbers=numbers
+        )
+    )
     if errors:
         raise ValidationError(errors)
     selection, ids = judge_trace_ids(project=project, traces=traces, taxonomy_version=version)
@@ -236,13 +293,13 @@ def judge_run_create(
             extras["few_shot"] = _few_shot(project, version)
         if not chosen.per_trace:
             selection["baseline_source"] = baseline_source
-        known = connection_adaptations(connection, model) if chosen.per_trace else []
+        known = connection_adaptations(e.connection, e.model) if chosen.per_trace else []
         run = JudgeRun.objects.create(
             project=project,
             provider=provider,
-            base_url=base_url.strip(),
-            model=model.strip(),
-            api_key_env=api_key_env.strip(),
+            base_url=e.base_url.strip(),
+            model=e.model.strip(),
+            api_key_env=e.api_key_env.strip(),
             temperature=float(temperature),
             max_tokens=int(max_tokens),
             timeout=float(timeout),
@@ -255,9 +312,9 @@ def judge_run_create(
             concurrency=int(concurrency),
             budget_tokens=budget_tokens,
             budget_cost=Decimal(str(budget_cost)) if budget_cost not in (None, "") else None,
-            price_in=Decimal(str(price_in or 0)),
-            price_out=Decimal(str(price_out or 0)),
-            connection=connection,
+            price_in=Decimal(str(e.price_in or 0)),
+            price_out=Decimal(str(e.price_out or 0)),
+            connection=e.connection,
             # What the connection's server refused for this model before: the run starts in the
             # accepted form (one request per trace), and says so on its page.
             dropped_params=[p for p in known if p != "response_format"],
@@ -267,24 +324,12 @@ def judge_run_create(
             created_by=by,
         )
         if chosen.per_trace:
-            run.estimate = judge_run_estimate(
-                trace_ids=ids,
-                max_chars=extras["max_chars"],
-                max_tokens=run.max_tokens,
-                price_in=run.price_in,
-                price_out=run.price_out,
-            )
-            what = f"prompt v{prompt.number}" if prompt is not None else chosen.prompt_identity
-            run.rater = rater_for(
-                kind=chosen.rater_kind,
-                name=chosen.rater_name(model=run.model, prompt_number=prompt.number if prompt else None),
-                description=f"LLM judge {run.model} with {what} on {version.label}",
-            )
-            run.save(update_fields=["rater", "estimate"])
+            _run_rater_and_estimate(run, chosen, prompt, version)
         JudgeItem.objects.bulk_create([JudgeItem(run=run, trace_id=t) for t in ids], batch_size=2000)
         if start:
             transaction.on_commit(lambda: dispatcher.start(run.pk))
     return run
+
 
 
 def judge_run_start(*, run_id: int, dispatcher: Dispatcher = CELERY) -> None:
