@@ -68,31 +68,15 @@ def _clean_evidence(items: Any, where: str, trace: Trace, errors: list, wanted_s
     return clean
 
 
-def content_clean(
-    *,
-    annotation: Annotation,
-    labels: Any,
-    task_success: Any,
-    notes: Any,
-    open_codes: Any,
-    known_steps: frozenset[int] = frozenset(),
-    attribution: Any = None,
-) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
-    """Validate a whole annotation state: (it normalised, labels in mode order; []) or (None, the
-    problems, each {field, message}, in the order found).
-
-    ``known_steps``: step indexes already stored as evidence of this annotation (checked when they
-    were saved; steps of an imported trace never change), so an autosave re-checks only new ones.
-    """
-    errors: list[dict[str, str]] = []
-    version = annotation.taxonomy_version
-    modes = version_mode_order(version)
-    trace = annotation.trace
+def _clean_labels(
+    labels: Any, *, modes: dict, version: Any, trace: Any, errors: list[dict[str, str]], wanted_steps: dict[int, str]
+) -> list[dict[str, Any]]:
+    """The mode labels, each checked (a known code once, a decision, evidence, a rationale); the
+    steps their evidence names go into ``wanted_steps`` (index -> field) to be looked up at once."""
     if not isinstance(labels, list):
         errors.append({"field": "labels", "message": "must be a list."})
         labels = []
     seen: set[str] = set()
-    wanted_steps: dict[int, str] = {}
     clean_labels = []
     for i, label in enumerate(labels):
         where = f"labels[{i}]"
@@ -131,6 +115,11 @@ def content_clean(
         evidence = _clean_evidence(label.get("evidence"), f"{where}.evidence", trace, errors, wanted_steps)
         rationale = clean_text(label.get("rationale"), f"{where}.rationale", MAX_RATIONALE, errors)
         clean_labels.append({"code": code, "decision": decision, "evidence": evidence, "rationale": rationale})
+    return clean_labels
+
+
+def _check_steps(*, trace: Any, wanted_steps: dict[int, str], known_steps: frozenset[int], errors: list) -> None:
+    """One query for every evidence step not already stored: those not in the trace are errors."""
     for index in known_steps:
         wanted_steps.pop(index, None)
     if wanted_steps:
@@ -143,11 +132,10 @@ def content_clean(
                         "message": f"step {index} does not exist in this trace (it has {trace.n_steps} steps).",
                     }
                 )
-    if task_success is None:
-        task_success = Annotation.TaskSuccess.UNKNOWN
-    if task_success not in Annotation.TaskSuccess.values:
-        errors.append({"field": "task_success", "message": f"must be yes, no or unknown, got {task_success!r}."})
-    notes = clean_text(notes, "notes", MAX_NOTES, errors)
+
+
+def _clean_open_codes(open_codes: Any, errors: list[dict[str, str]]) -> list[str]:
+    """The open codes, whitespace collapsed, each once, within the limits."""
     codes: list[str] = []
     if open_codes is None:
         open_codes = []
@@ -171,6 +159,40 @@ def content_clean(
             continue
         if name not in codes:
             codes.append(name)
+    return codes
+
+
+def content_clean(
+    *,
+    annotation: Annotation,
+    labels: Any,
+    task_success: Any,
+    notes: Any,
+    open_codes: Any,
+    known_steps: frozenset[int] = frozenset(),
+    attribution: Any = None,
+) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
+    """Validate a whole annotation state: (it normalised, labels in mode order; []) or (None, the
+    problems, each {field, message}, in the order found).
+
+    ``known_steps``: step indexes already stored as evidence of this annotation (checked when they
+    were saved; steps of an imported trace never change), so an autosave re-checks only new ones.
+    """
+    errors: list[dict[str, str]] = []
+    version = annotation.taxonomy_version
+    modes = version_mode_order(version)
+    trace = annotation.trace
+    wanted_steps: dict[int, str] = {}
+    clean_labels = _clean_labels(
+        labels, modes=modes, version=version, trace=trace, errors=errors, wanted_steps=wanted_steps
+    )
+    _check_steps(trace=trace, wanted_steps=wanted_steps, known_steps=known_steps, errors=errors)
+    if task_success is None:
+        task_success = Annotation.TaskSuccess.UNKNOWN
+    if task_success not in Annotation.TaskSuccess.values:
+        errors.append({"field": "task_success", "message": f"must be yes, no or unknown, got {task_success!r}."})
+    notes = clean_text(notes, "notes", MAX_NOTES, errors)
+    codes = _clean_open_codes(open_codes, errors)
     clean_attribution = attribution_clean(
         attribution,
         trace_id=trace.pk,
