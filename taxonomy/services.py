@@ -53,31 +53,8 @@ def _clean_code(code: Any, where: str) -> str:
     return code
 
 
-def version_import(
-    *, data: dict[str, Any], publish: bool = False, by=None, version_number: int | None = None
-) -> TaxonomyVersion:
-    """Create a taxonomy version from the export JSON shape. All or nothing.
-
-    Shape: {"format": "mast-taxonomy/1", "name", "description"?, "notes"?,
-    "categories": [{"code", "name", "description"?}], "modes": [{"code", "name", "definition",
-    "category"? (defaults to the code's prefix), "examples"?, "counter_examples"?}],
-    "mapping"?: [{"old_code", "new_code", "kind", "note"?}], "parent_version"?: int}
-    """
-    if not isinstance(data, dict):
-        raise ValidationError("The taxonomy file must hold a JSON object.")
-    fmt = data.get("format", EXPORT_FORMAT)
-    if fmt != EXPORT_FORMAT:
-        raise ValidationError(f"Unknown taxonomy format {fmt!r}; expected {EXPORT_FORMAT!r}.")
-    name = str(data.get("name") or "").strip()
-    if not name:
-        raise ValidationError("The taxonomy has no name.")
-    categories = data.get("categories")
-    modes = data.get("modes")
-    if not isinstance(categories, list) or not categories:
-        raise ValidationError("The taxonomy has no categories.")
-    if not isinstance(modes, list) or not modes:
-        raise ValidationError("The taxonomy has no failure modes.")
-
+def _clean_categories(categories: list) -> list[tuple[str, str, str]]:
+    """The categories of a taxonomy file as (code, name, description), each code once."""
     cat_rows: list[tuple[str, str, str]] = []
     for i, cat in enumerate(categories):
         where = f"categories[{i}]"
@@ -91,7 +68,12 @@ def version_import(
     dup = {c for c in cat_codes if cat_codes.count(c) > 1}
     if dup:
         raise ValidationError(f"Duplicate category codes: {', '.join(sorted(dup))}.")
+    return cat_rows
 
+
+def _clean_modes(modes: list, cat_codes: list[str]) -> list[dict[str, str]]:
+    """The failure modes of a taxonomy file, each in a known category (default: its code's
+    prefix), named and defined, each code once."""
     mode_rows: list[dict[str, str]] = []
     for i, mode in enumerate(modes):
         where = f"modes[{i}]"
@@ -119,6 +101,37 @@ def version_import(
     dup = {c for c in mode_codes if mode_codes.count(c) > 1}
     if dup:
         raise ValidationError(f"Duplicate failure-mode codes: {', '.join(sorted(dup))}.")
+    return mode_rows
+
+
+def version_import(
+    *, data: dict[str, Any], publish: bool = False, by=None, version_number: int | None = None
+) -> TaxonomyVersion:
+    """Create a taxonomy version from the export JSON shape. All or nothing.
+
+    Shape: {"format": "mast-taxonomy/1", "name", "description"?, "notes"?,
+    "categories": [{"code", "name", "description"?}], "modes": [{"code", "name", "definition",
+    "category"? (defaults to the code's prefix), "examples"?, "counter_examples"?}],
+    "mapping"?: [{"old_code", "new_code", "kind", "note"?}], "parent_version"?: int}
+    """
+    if not isinstance(data, dict):
+        raise ValidationError("The taxonomy file must hold a JSON object.")
+    fmt = data.get("format", EXPORT_FORMAT)
+    if fmt != EXPORT_FORMAT:
+        raise ValidationError(f"Unknown taxonomy format {fmt!r}; expected {EXPORT_FORMAT!r}.")
+    name = str(data.get("name") or "").strip()
+    if not name:
+        raise ValidationError("The taxonomy has no name.")
+    categories = data.get("categories")
+    modes = data.get("modes")
+    if not isinstance(categories, list) or not categories:
+        raise ValidationError("The taxonomy has no categories.")
+    if not isinstance(modes, list) or not modes:
+        raise ValidationError("The taxonomy has no failure modes.")
+
+    cat_rows = _clean_categories(categories)
+    mode_rows = _clean_modes(modes, [c for c, _, _ in cat_rows])
+    mode_codes = [m["code"] for m in mode_rows]
 
     with transaction.atomic():
         taxonomy, _ = Taxonomy.objects.get_or_create(
