@@ -117,68 +117,48 @@ def _modes_html(*, version, modes: list) -> str:
 
 
 @login_required
-def workspace(request, slug, pk):
-    # The project, its version, my role and the trace in one statement; my round elsewhere and
-    # whether I submitted in one more; my annotation, its labels and open codes in two
-    # (annotations.labels.page_sql and .sql: plain SQL, the same checks as the ORM selectors).
-    pk = pk if pk < 2**63 else None  # beyond bigint: no such trace, not a database error
-    project, role, trace = page_target(slug=slug, user_id=request.user.pk, trace_id=pk)
-    role = project_access_check(user=request.user, project=project, role=role, capability="view")
-    if not user_can(user=request.user, project=project, capability="annotate"):
-        raise PermissionDenied("Viewers can read traces but not label them.")
-    if trace is None:
-        raise Http404("No such trace in this project.")
-    round = None
-    elsewhere, submitted = page_mine(trace_id=trace.pk, user_id=request.user.pk, round_states=ROUND_QUEUE_STATES)
+def _workspace_round(request, project, trace, elsewhere):
+    """The round (None outside one) and version the page labels with; a redirect into my round
+    when I open the trace outside it while it waits for me there."""
     if request.GET.get("round"):
         raw = request.GET["round"]
         round = round_for_annotator(user=request.user, project=project, round_id=int(raw)) if raw.isdigit() else None
         if round is None:
             raise Http404("No such round among yours in this project.")
-        version = round.taxonomy_version
-    else:
-        if elsewhere is not None:  # my round work on this trace happens inside the round
-            return redirect(_workspace_url(slug, trace.pk, elsewhere))
-        version = project.taxonomy_version
-        if version is None:
-            raise Http404("This project has no taxonomy version to label with.")
+        return round, round.taxonomy_version, None
+    if elsewhere is not None:  # my round work on this trace happens inside the round
+        return None, None, redirect(_workspace_url(project.slug, trace.pk, elsewhere))
+    if project.taxonomy_version is None:
+        raise Http404("This project has no taxonomy version to label with.")
+    return None, project.taxonomy_version, None
+
+
+def _my_annotation(*, user, trace, version, round):
+    """My annotation here (None before my first save) and its snapshot for the page's script."""
     mine = annotation_lock(
         trace_id=trace.pk,
-        user_id=request.user.pk,
+        user_id=user.pk,
         version_id=version.pk,
         round_id=round.pk if round else None,
         for_update=False,
         with_rows=True,
     )
-    annotation = None
-    if mine is not None:
-        annotation = mine.annotation
-        annotation.trace, annotation.taxonomy_version = trace, version
-        if round is not None:
-            annotation.round = round
-        snapshot = annotation_snapshot_of_rows(annotation=annotation, attribution=mine.attribution, rows=mine.rows)
-    else:
-        snapshot = annotation_empty_snapshot()
-    held_back = anchoring_holds_back(
-        user=request.user, project=project, trace_id=trace.pk, role=role, submitted=submitted
-    )
-    modes = version_modes(version=version)
-    others = [
-        {
-            "rater": a.rater.name,
-            "kind": a.rater.kind,
-            "suggestion": a.round_id is None and a.rater.kind != "human",
-            "labels": {lab.mode.code: {"decision": lab.decision, "rationale": lab.rationale} for lab in a.labels.all()},
-        }
-        for a in trace_annotations_visible(user=request.user, project=project, trace=trace, held_back=held_back)
-        if a.taxonomy_version_id == version.pk
-    ]
+    if mine is None:
+        return None, annotation_empty_snapshot()
+    annotation = mine.annotation
+    annotation.trace, annotation.taxonomy_version = trace, version
+    if round is not None:
+        annotation.round = round
+    return annotation, annotation_snapshot_of_rows(annotation=annotation, attribution=mine.attribution, rows=mine.rows)
+
+
+def _workspace_config(request, *, slug, project, role, trace, round, version, annotation, snapshot, modes, others):
+    """What the page's script needs: where to save, submit and reopen, my snapshot, the limits."""
     query = f"?round={round.pk}" if round else ""
-    round_locked = bool(round and round.state in ("draft", "closed"))
-    submitted_here = snapshot["state"] == "submitted"
     api = reverse("api-my-annotation", kwargs={"slug": slug, "pk": trace.pk})
     next_url = reverse("annotations:queue_next") + f"?after={trace.pk}" + (f"&round={round.pk}" if round else "")
-    config = {
+    submitted_here = snapshot["state"] == "submitted"
+    return {
         "annotationId": annotation.pk if annotation else None,
         "storageKey": f"mast-ws:{request.user.pk}:{trace.pk}:{round.pk if round else 0}:{version.pk}",
         "apiUrl": api + query,
@@ -196,10 +176,56 @@ def workspace(request, slug, pk):
             "openCodes": MAX_OPEN_CODES,
         },
         # Read only: a draft or closed round, or labels I submitted (until I reopen them).
-        "locked": round_locked or submitted_here,
+        "locked": bool(round and round.state in ("draft", "closed")) or submitted_here,
         "submitted": submitted_here,
         "reopenUrl": reverse("api-my-annotation-reopen", kwargs={"slug": slug, "pk": trace.pk}) + query,
     }
+
+
+def workspace(request, slug, pk):
+    # The project, its version, my role and the trace in one statement; my round elsewhere and
+    # whether I submitted in one more; my annotation, its labels and open codes in two
+    # (annotations.labels.page_sql and .sql: plain SQL, the same checks as the ORM selectors).
+    pk = pk if pk < 2**63 else None  # beyond bigint: no such trace, not a database error
+    project, role, trace = page_target(slug=slug, user_id=request.user.pk, trace_id=pk)
+    role = project_access_check(user=request.user, project=project, role=role, capability="view")
+    if not user_can(user=request.user, project=project, capability="annotate"):
+        raise PermissionDenied("Viewers can read traces but not label them.")
+    if trace is None:
+        raise Http404("No such trace in this project.")
+    elsewhere, submitted = page_mine(trace_id=trace.pk, user_id=request.user.pk, round_states=ROUND_QUEUE_STATES)
+    round, version, into_round = _workspace_round(request, project, trace, elsewhere)
+    if into_round is not None:
+        return into_round
+    annotation, snapshot = _my_annotation(user=request.user, trace=trace, version=version, round=round)
+    held_back = anchoring_holds_back(
+        user=request.user, project=project, trace_id=trace.pk, role=role, submitted=submitted
+    )
+    modes = version_modes(version=version)
+    others = [
+        {
+            "rater": a.rater.name,
+            "kind": a.rater.kind,
+            "suggestion": a.round_id is None and a.rater.kind != "human",
+            "labels": {lab.mode.code: {"decision": lab.decision, "rationale": lab.rationale} for lab in a.labels.all()},
+        }
+        for a in trace_annotations_visible(user=request.user, project=project, trace=trace, held_back=held_back)
+        if a.taxonomy_version_id == version.pk
+    ]
+    config = _workspace_config(
+        request,
+        slug=slug,
+        project=project,
+        role=role,
+        trace=trace,
+        round=round,
+        version=version,
+        annotation=annotation,
+        snapshot=snapshot,
+        modes=modes,
+        others=others,
+    )
+    submitted_here = snapshot["state"] == "submitted"
     context = {
         "project": project,
         "role": role,
@@ -210,7 +236,7 @@ def workspace(request, slug, pk):
         "config": config,
         "snapshot": snapshot,
         "has_suggestions": any(o["suggestion"] for o in others),
-        "round_locked": round_locked,
+        "round_locked": bool(round and round.state in ("draft", "closed")),
         # A submitted annotation is reopened by its author while the round (if any) is open.
         "reopenable": submitted_here and not (round and round.state != "open"),
         # Says that peers' labels exist only where the blind rule would show them anyway.
