@@ -208,6 +208,67 @@ def _matrix(labels: Labels, traces: list[int], codes: list[str]) -> np.ndarray:
     return out
 
 
+def _rater_row(
+    *,
+    s: Source,
+    c: Carried,
+    ref: Labels,
+    ref_m: np.ndarray,
+    ref_traces: list[int],
+    modes: list,
+    codes: list[str],
+    own: dict[str, int | None],
+    version_label: dict[int, str],
+    n_boot: int,
+    left_out_of: dict[str, tuple[set[int], str]],
+) -> dict:
+    """One source scored on a version: its agreement with the reference (the traces it is left out
+    of excluded), the failure shares three ways, and what the carrying onto the version did."""
+    excluded, excluded_why = left_out_of.get(s.key, (set(), ""))
+    scored = {k: v for k, v in c.labels.items() if k[0] not in excluded} if excluded else c.labels
+    stats = compare(ref_m, _matrix(scored, ref_traces, codes), n_boot=n_boot, seed=SEED)
+    for code, row in zip(codes, stats["modes"], strict=True):
+        row["why"] = c.why.get(code, "")
+    judged = sorted({t for t, _ in c.labels})
+    j_m = _matrix(c.labels, judged, codes)
+    h_m = _matrix({k: v for k, v in ref.items() if k[0] not in excluded}, judged, codes)
+    prevalence = []
+    for j, m in enumerate(modes):
+        known = ~np.isnan(j_m[:, j])
+        shares = prevalence_three_ways(judge=j_m[known, j], human=h_m[known, j])
+        prevalence.append({"code": m.code, "name": m.name, "why": c.why.get(m.code, ""), **shares})
+    return {
+        "source": s,
+        "stats": stats,
+        "n_judged": len(judged),
+        "prevalence": prevalence,
+        "own_version": version_label.get(own[s.key]) if own[s.key] else None,
+        "native": c.native,
+        "via_mapping": c.via_mapping,
+        "unknown": c.unknown,
+        "no_path": c.no_path,
+        "note": c.note,
+        "n_excluded": len(excluded & {t for t, _ in ref}),
+        "excluded_reason": excluded_why,
+        "cross_fitted": left_out_of.get(s.key + ":cross_fit", ""),
+    }
+
+
+def _pairs(raters: list[dict], carried: dict, codes: list[str], n_boot: int) -> list[dict]:
+    """Each pair of scored sources' pooled kappa on the traces both labelled."""
+    pairs = []
+    for a in range(len(raters)):
+        for b in range(a + 1, len(raters)):
+            sa, sb = raters[a]["source"], raters[b]["source"]
+            la, lb = carried[sa.key].labels, carried[sb.key].labels
+            both = sorted({t for t, _ in la} & {t for t, _ in lb})
+            pooled = compare(_matrix(la, both, codes), _matrix(lb, both, codes), n_boot=n_boot, seed=SEED)["pooled"]
+            pairs.append(
+                {"a": sa, "b": sb, "n_traces": len(both), "kappa": pooled["kappa"], "reliable": pooled["reliable"]}
+            )
+    return pairs
+
+
 def _section(
     *,
     project: Project,
@@ -245,46 +306,22 @@ def _section(
         if c.note and own[s.key] != version.pk:
             left_out.append({"source": s, "why": c.note})
             continue
-        excluded, excluded_why = left_out_of.get(s.key, (set(), ""))
-        scored = {k: v for k, v in c.labels.items() if k[0] not in excluded} if excluded else c.labels
-        stats = compare(ref_m, _matrix(scored, ref_traces, codes), n_boot=n_boot, seed=SEED)
-        for code, row in zip(codes, stats["modes"], strict=True):
-            row["why"] = c.why.get(code, "")
-        judged = sorted({t for t, _ in c.labels})
-        j_m = _matrix(c.labels, judged, codes)
-        h_m = _matrix({k: v for k, v in ref.items() if k[0] not in excluded}, judged, codes)
-        prevalence = []
-        for j, m in enumerate(modes):
-            known = ~np.isnan(j_m[:, j])
-            shares = prevalence_three_ways(judge=j_m[known, j], human=h_m[known, j])
-            prevalence.append({"code": m.code, "name": m.name, "why": c.why.get(m.code, ""), **shares})
         raters.append(
-            {
-                "source": s,
-                "stats": stats,
-                "n_judged": len(judged),
-                "prevalence": prevalence,
-                "own_version": version_label.get(own[s.key]) if own[s.key] else None,
-                "native": c.native,
-                "via_mapping": c.via_mapping,
-                "unknown": c.unknown,
-                "no_path": c.no_path,
-                "note": c.note,
-                "n_excluded": len(excluded & {t for t, _ in ref}),
-                "excluded_reason": excluded_why,
-                "cross_fitted": left_out_of.get(s.key + ":cross_fit", ""),
-            }
-        )
-    pairs = []
-    for a in range(len(raters)):
-        for b in range(a + 1, len(raters)):
-            sa, sb = raters[a]["source"], raters[b]["source"]
-            la, lb = carried[sa.key].labels, carried[sb.key].labels
-            both = sorted({t for t, _ in la} & {t for t, _ in lb})
-            pooled = compare(_matrix(la, both, codes), _matrix(lb, both, codes), n_boot=n_boot, seed=SEED)["pooled"]
-            pairs.append(
-                {"a": sa, "b": sb, "n_traces": len(both), "kappa": pooled["kappa"], "reliable": pooled["reliable"]}
+            _rater_row(
+                s=s,
+                c=c,
+                ref=ref,
+                ref_m=ref_m,
+                ref_traces=ref_traces,
+                modes=modes,
+                codes=codes,
+                own=own,
+                version_label=version_label,
+                n_boot=n_boot,
+                left_out_of=left_out_of,
             )
+        )
+    pairs = _pairs(raters, carried, codes, n_boot)
     why_empty = ""
     if not ref_traces:
         where = f"round “{round.name}”" if round else "the project's closed rounds"
