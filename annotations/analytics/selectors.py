@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.contrib.postgres.aggregates import StringAgg
@@ -407,6 +408,42 @@ def mask_bits(masks: np.ndarray, m: int) -> np.ndarray:
     return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :m]
 
 
+def _rater_masks(*, user, project: Project, source: str, trace_ids: Any, target: TaxonomyVersion) -> tuple[Any, str]:
+    """One rater's submitted labels that ``user`` may see, as mask arrays, and the source's name;
+    the latest annotation wins per mode, as the latest closed round does for agreed labels."""
+    try:
+        rater_id = int(source)
+    except ValueError:
+        raise ValueError(f"unknown label source {source!r}") from None
+    visible = annotations_visible_to(user=user, project=project).filter(
+        rater_id=rater_id, state=Annotation.State.SUBMITTED
+    )
+    if trace_ids is not None:
+        visible = visible.filter(trace_id__in=trace_ids)
+    versions = set(visible.values_list("taxonomy_version_id", flat=True).distinct()) | {target.pk}
+    modes = versions_mode_codes(version_ids=versions)
+    per_annotation = (
+        ModeLabel.objects.filter(annotation__in=visible)
+        .values("annotation_id", "annotation__trace_id", "annotation__taxonomy_version_id")
+        .annotate(
+            p=mask_sum(modes, decision="present"),
+            k=mask_sum(modes, decision__in=["present", "absent"]),
+            at=Max("annotation__updated_at"),
+        )
+        .order_by()
+        .values_list("annotation__trace_id", "annotation_id", "annotation__taxonomy_version_id", "p", "k", "at")
+    )
+    layouts = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
+    masks = _annotation_mask_arrays(per_annotation, layouts)
+    if masks is None:
+        # the latest annotation wins per mode, as the latest closed round does for agreed labels
+        rows = [r[:5] for r in sorted(per_annotation, key=lambda r: (r[5], r[1]))]
+        masks = MaskArrays.from_rows(rows, layouts)
+    rater = Rater.objects.filter(pk=rater_id).values_list("name", flat=True).first() or "rater"
+    label = f"Labels of {rater}"
+    return masks, label
+
+
 def label_matrix(
     *,
     user,
@@ -433,36 +470,7 @@ def label_matrix(
         masks = agreed_mask_arrays(project=project, trace_ids=trace_ids, extra_versions={target.pk})
         label = "Agreed labels (closed rounds)"
     else:
-        try:
-            rater_id = int(source)
-        except ValueError:
-            raise ValueError(f"unknown label source {source!r}") from None
-        visible = annotations_visible_to(user=user, project=project).filter(
-            rater_id=rater_id, state=Annotation.State.SUBMITTED
-        )
-        if trace_ids is not None:
-            visible = visible.filter(trace_id__in=trace_ids)
-        versions = set(visible.values_list("taxonomy_version_id", flat=True).distinct()) | {target.pk}
-        modes = versions_mode_codes(version_ids=versions)
-        per_annotation = (
-            ModeLabel.objects.filter(annotation__in=visible)
-            .values("annotation_id", "annotation__trace_id", "annotation__taxonomy_version_id")
-            .annotate(
-                p=mask_sum(modes, decision="present"),
-                k=mask_sum(modes, decision__in=["present", "absent"]),
-                at=Max("annotation__updated_at"),
-            )
-            .order_by()
-            .values_list("annotation__trace_id", "annotation_id", "annotation__taxonomy_version_id", "p", "k", "at")
-        )
-        layouts = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
-        masks = _annotation_mask_arrays(per_annotation, layouts)
-        if masks is None:
-            # the latest annotation wins per mode, as the latest closed round does for agreed labels
-            rows = [r[:5] for r in sorted(per_annotation, key=lambda r: (r[5], r[1]))]
-            masks = MaskArrays.from_rows(rows, layouts)
-        rater = Rater.objects.filter(pk=rater_id).values_list("name", flat=True).first() or "rater"
-        label = f"Labels of {rater}"
+        masks, label = _rater_masks(user=user, project=project, source=source, trace_ids=trace_ids, target=target)
 
     target_modes = version_modes(version=target)
     target_codes = [m.code for m in target_modes]
