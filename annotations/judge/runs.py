@@ -261,6 +261,8 @@ def judge_run_create(
     stored with it. ``use_cache=False`` sends every trace to the model even where the cache holds
     an answer: a re-run of the same judge is then a second draw, which its self-agreement
     (``reliability.py``) needs."""
+    # long-function: 24 lines are the keyword signature (the service's API, one argument per run
+    # setting) and 9 its docstring; the body is the checks and one atomic creation, already split.
     # the default is the project's working version (Project.taxonomy_version)
     version = taxonomy_version or project.taxonomy_version
     if version is None:

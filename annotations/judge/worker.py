@@ -524,6 +524,36 @@ def _hand_on(
     return claim_handed(dispatcher, rows[0] if rows else None)
 
 
+def _result_rows(
+    item: JudgeItem, run: JudgeRun, modes: list[FailureMode], answer: prompting.Answer, usage: dict[str, Any]
+) -> tuple[dict[str, Any], list[tuple]]:
+    """The annotation's source (who answered, at what cost) and its mode labels from an answer;
+    ``usage``: tokens_in, tokens_out, tokens_reasoning, latency_ms, cost, cached, truncated."""
+    by_code = {m.code: m for m in modes}
+    source = {
+        "run": run.pk,
+        "item": item.pk,
+        "provider": run.provider,
+        "model": run.model,
+        "prompt": run.prompt.number if run.prompt else None,
+        **{k: usage[k] for k in ("tokens_in", "tokens_out", "tokens_reasoning", "latency_ms")},
+        "cost": str(usage["cost"]),
+        "cached": usage["cached"],
+        "truncated": usage["truncated"],
+    }
+    labels = [
+        (
+            by_code[m.code].pk,
+            "present" if m.present else "absent",
+            [{"step": s} for s in m.evidence_steps],
+            m.rationale,
+            None,
+        )
+        for m in answer.modes
+    ]
+    return source, labels
+
+
 def _write_result(
     item: JudgeItem,
     run: JudgeRun,
@@ -541,35 +571,20 @@ def _write_result(
     attempts: int = 0,
     tokens_reasoning: int = 0,
 ) -> None:
-    by_code = {m.code: m for m in modes}
     cost = _cost(run, tokens_in, tokens_out)
     with transaction.atomic():
         if not _lock_item(item):
             return  # a duplicate delivery: the first one wrote the result
-        source = {
-            "run": run.pk,
-            "item": item.pk,
-            "provider": run.provider,
-            "model": run.model,
-            "prompt": run.prompt.number if run.prompt else None,
+        usage = {
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
             "tokens_reasoning": tokens_reasoning,
             "latency_ms": latency_ms,
-            "cost": str(cost),
+            "cost": cost,
             "cached": cached,
             "truncated": trunc.truncated,
         }
-        labels = [
-            (
-                by_code[m.code].pk,
-                "present" if m.present else "absent",
-                [{"step": s} for s in m.evidence_steps],
-                m.rationale,
-                None,
-            )
-            for m in answer.modes
-        ]
+        source, labels = _result_rows(item, run, modes, answer, usage)
         writes: list[Statement] = []  # run in one round trip with the claim (_hand_on)
         ann_id, fresh = machine_annotation_write(
             trace_id=item.trace_id,
@@ -585,15 +600,9 @@ def _write_result(
             "state": JudgeItem.State.DONE,
             "raw_answer": raw,
             "parsed": answer.as_dict(),
-            "tokens_in": tokens_in,
-            "tokens_out": tokens_out,
-            "tokens_reasoning": tokens_reasoning,
-            "latency_ms": latency_ms,
-            "cost": cost,
-            "cached": cached,
+            **usage,
             "error": "",
             "lease_until": None,
-            "truncated": trunc.truncated,
             "truncation": trunc.as_dict(),
             "annotation_id": ann_id,
             "finished_at": timezone.now(),
