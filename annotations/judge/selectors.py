@@ -174,6 +174,41 @@ def binary_scores(pairs: list[tuple[int, int]]) -> dict[str, Any]:
     }
 
 
+def _judge_vs_agreed(
+    *, run: JudgeRun, user, codes: list[str], agreed: dict[tuple[int, str], int]
+) -> tuple[dict[str, list[tuple[int, int]]], dict[int, list[dict[str, Any]]], int]:
+    """(human, judge) pairs per mode where both decided, the disagreements by trace (with the
+    judge's rationale and confidence), and how many traces were compared."""
+    visible = annotations_visible_to(user=user, project=run.project).filter(
+        rater=run.rater, taxonomy_version=run.taxonomy_version, round__isnull=True, trace_id__in=run.trace_ids
+    )
+    judge: dict[tuple[int, str], tuple[int, str, float | None]] = {}
+    for tid, code, decision, rationale, conf in (
+        ModeLabel.objects.filter(annotation__in=visible)
+        .exclude(decision="unsure")
+        .values_list("annotation__trace_id", "mode__code", "decision", "rationale", "confidence")
+    ):
+        judge[(tid, code)] = (int(decision == "present"), rationale, conf)
+    per_mode: dict[str, list[tuple[int, int]]] = {c: [] for c in codes}
+    by_trace: dict[int, list[dict[str, Any]]] = {}
+    for (tid, code), human in agreed.items():
+        if (tid, code) not in judge or code not in per_mode:
+            continue
+        j, rationale, conf = judge[(tid, code)]
+        per_mode[code].append((human, j))
+        if human != j:
+            by_trace.setdefault(tid, []).append(
+                {
+                    "code": code,
+                    "human": "present" if human else "absent",
+                    "judge": "present" if j else "absent",
+                    "rationale": rationale,
+                    "confidence": conf,
+                }
+            )
+    return per_mode, by_trace, len({t for (t, c) in agreed if (t, c) in judge})
+
+
 def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     """The run's rater against the agreed labels on the traces of the run (see module docstring),
     and its failure attribution against the reference attributions (``attribution``: None when no
@@ -216,37 +251,11 @@ def judge_quality(*, run: JudgeRun, user, worst: int = 25) -> dict[str, Any]:
     if run.rater is None:
         return result
     result["attribution"] = judge_attribution_quality(run=run, user=user)
-    visible = annotations_visible_to(user=user, project=project).filter(
-        rater=run.rater, taxonomy_version=version, round__isnull=True, trace_id__in=run.trace_ids
-    )
-    judge: dict[tuple[int, str], tuple[int, str, float | None]] = {}
-    for tid, code, decision, rationale, conf in (
-        ModeLabel.objects.filter(annotation__in=visible)
-        .exclude(decision="unsure")
-        .values_list("annotation__trace_id", "mode__code", "decision", "rationale", "confidence")
-    ):
-        judge[(tid, code)] = (int(decision == "present"), rationale, conf)
-    per_mode: dict[str, list[tuple[int, int]]] = {c: [] for c in codes}
-    by_trace: dict[int, list[dict[str, Any]]] = {}
-    for (tid, code), human in agreed.items():
-        if (tid, code) not in judge or code not in per_mode:
-            continue
-        j, rationale, conf = judge[(tid, code)]
-        per_mode[code].append((human, j))
-        if human != j:
-            by_trace.setdefault(tid, []).append(
-                {
-                    "code": code,
-                    "human": "present" if human else "absent",
-                    "judge": "present" if j else "absent",
-                    "rationale": rationale,
-                    "confidence": conf,
-                }
-            )
+    per_mode, by_trace, n_compared = _judge_vs_agreed(run=run, user=user, codes=codes, agreed=agreed)
     names = {m.code: m.name for m in modes}
     result["modes"] = [{"code": c, "name": names[c], **binary_scores(per_mode[c])} for c in codes]
     result["overall"] = binary_scores([p for c in codes for p in per_mode[c]])
-    result["n_compared_traces"] = len({t for (t, c) in agreed if (t, c) in judge})
+    result["n_compared_traces"] = n_compared
     info = run.baseline_info or {}
     if (
         run.provider == JudgeRun.Provider.BASELINE
