@@ -140,6 +140,42 @@ def _omitted(n: int) -> str:
     return f"[... {n} step{'s' if n != 1 else ''} omitted ...]"
 
 
+def _salience(steps: Sequence[StepIn]) -> list[int]:
+    """Each step's salience: keywords, a change of agent, content repeated from an earlier step."""
+    seen: dict[str, int] = {}
+    scores = []
+    for k, s in enumerate(steps):
+        score = len(SALIENT.findall(s.content[:5000]))
+        if k and steps[k - 1].agent != s.agent:
+            score += 1
+        digest = hashlib.sha1(s.content.strip().encode("utf-8", "replace")).hexdigest()  # noqa: S324
+        if digest in seen:
+            score += 2
+        seen[digest] = k
+        scores.append(score)
+    return scores
+
+
+def _render_kept(steps: Sequence[StepIn], keep: set[int], short_blocks: list[str], info: Truncation) -> list[str]:
+    """The kept steps in order, a marker in each gap (recorded in ``info.gaps``)."""
+    n = len(steps)
+    out: list[str] = []
+    gap_start = None
+    for k in range(n):
+        if k in keep:
+            if gap_start is not None:
+                out.append(_omitted(k - gap_start))
+                info.gaps.append([steps[gap_start].index, steps[k - 1].index])
+                gap_start = None
+            out.append(short_blocks[k])
+        elif gap_start is None:
+            gap_start = k
+    if gap_start is not None:
+        out.append(_omitted(n - gap_start))
+        info.gaps.append([steps[gap_start].index, steps[n - 1].index])
+    return out
+
+
 def render_trace(steps: Sequence[StepIn], *, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[str, Truncation]:
     """The steps as text within ``max_chars``; see the module docstring for the strategy."""
     blocks = [f"{_step_header(s)}\n{s.content}" for s in steps]
@@ -188,36 +224,13 @@ def render_trace(steps: Sequence[StepIn], *, max_chars: int = DEFAULT_MAX_CHARS)
         tail_used += used - before
         j -= 1
     # 3. The middle by salience: keywords, agent switches, repeated content.
-    seen: dict[str, int] = {}
-    scores = []
-    for k, s in enumerate(steps):
-        score = len(SALIENT.findall(s.content[:5000]))
-        if k and steps[k - 1].agent != s.agent:
-            score += 1
-        digest = hashlib.sha1(s.content.strip().encode("utf-8", "replace")).hexdigest()  # noqa: S324
-        if digest in seen:
-            score += 2
-        seen[digest] = k
-        scores.append(score)
+    scores = _salience(steps)
     for k in sorted(range(n), key=lambda k: (-scores[k], k)):
         if scores[k] <= 0:
             break
         take(k)
     # 4. Render in order with markers for the gaps.
-    out: list[str] = []
-    gap_start = None
-    for k in range(n):
-        if k in keep:
-            if gap_start is not None:
-                out.append(_omitted(k - gap_start))
-                info.gaps.append([steps[gap_start].index, steps[k - 1].index])
-                gap_start = None
-            out.append(short_blocks[k])
-        elif gap_start is None:
-            gap_start = k
-    if gap_start is not None:
-        out.append(_omitted(n - gap_start))
-        info.gaps.append([steps[gap_start].index, steps[n - 1].index])
+    out = _render_kept(steps, keep, short_blocks, info)
     text = "\n\n".join(out)
     info.steps_kept = len(keep)
     info.steps_omitted = n - len(keep)
