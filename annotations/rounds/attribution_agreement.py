@@ -110,6 +110,40 @@ def _ratio(num: FloatArray, den: FloatArray, empty: int) -> tuple[FloatArray, np
     return np.where(code == _OK, value, np.nan), code
 
 
+def _step_sums(step: np.ndarray, nn: np.ndarray, attributed: np.ndarray, W: np.ndarray) -> dict[str, Any]:
+    """Over every pair of raters, in the observed data (row 0) and each resample: the units both
+    attributed, those on the same step (or both "no single step"), within k steps, and the summed
+    distance between the steps both named."""
+    rows = W.shape[0]
+    out: dict[str, Any] = {"units": np.zeros(rows), "exact": np.zeros(rows), "dist": np.zeros(rows)}
+    out |= {"dist_n": np.zeros(rows), "within": {k: np.zeros(rows) for k in WITHIN}}
+    for i, j in combinations(range(step.shape[0]), 2):
+        both = attributed[i] & attributed[j]
+        both_none = nn[i] & nn[j]
+        both_step = ~np.isnan(step[i]) & ~np.isnan(step[j])
+        d = np.where(both_step, np.abs(np.nan_to_num(step[i]) - np.nan_to_num(step[j])), np.inf)
+        out["units"] += W @ both
+        out["exact"] += W @ (both_none | (both_step & (d == 0)))
+        for k in WITHIN:
+            out["within"][k] += W @ (both_none | (both_step & (d <= k)))
+        out["dist"] += W @ np.where(both_step, d, 0.0)
+        out["dist_n"] += W @ both_step
+    return out
+
+
+def _mean_kappa(kappas: list, kcodes: list, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of the pairs' defined kappas per row, with the code saying why where none is."""
+    if not kappas:
+        return np.full(rows, np.nan), np.full(rows, _FEWER_THAN_TWO_RATERS, dtype=np.int8)
+    K = np.vstack(kappas)
+    C = np.vstack(kcodes)
+    ok = C == _OK
+    n_ok = ok.sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        mean_k = np.where(n_ok > 0, np.where(ok, K, 0).sum(axis=0) / np.maximum(n_ok, 1), np.nan)
+    return mean_k, np.where(n_ok > 0, _OK, _NO_PAIR_DEFINED).astype(np.int8)
+
+
 def attribution_agreement(
     *,
     agents: Sequence[Sequence[str | None]],
@@ -136,11 +170,6 @@ def attribution_agreement(
     pairs, kappas, kcodes = [], [], []
     eq_sum = np.zeros(W.shape[0])
     n_sum = np.zeros(W.shape[0])
-    exact = np.zeros(W.shape[0])
-    within = {k: np.zeros(W.shape[0]) for k in WITHIN}
-    units = np.zeros(W.shape[0])
-    dist = np.zeros(W.shape[0])
-    dist_n = np.zeros(W.shape[0])
     for i, j in combinations(range(R), 2):
         res = _pair_agent(codes[i], codes[j], W, n_cat)
         kappas.append(res["kappa"][0])
@@ -156,27 +185,9 @@ def attribution_agreement(
                 "n": int(res["n"][0]),
             }
         )
-        both = attributed[i] & attributed[j]
-        both_none = nn[i] & nn[j]
-        both_step = ~np.isnan(step[i]) & ~np.isnan(step[j])
-        d = np.where(both_step, np.abs(np.nan_to_num(step[i]) - np.nan_to_num(step[j])), np.inf)
-        units += W @ both
-        exact += W @ (both_none | (both_step & (d == 0)))
-        for k in WITHIN:
-            within[k] += W @ (both_none | (both_step & (d <= k)))
-        dist += W @ np.where(both_step, d, 0.0)
-        dist_n += W @ both_step
-    if kappas:
-        K = np.vstack(kappas)
-        C = np.vstack(kcodes)
-        ok = C == _OK
-        n_ok = ok.sum(axis=0)
-        with np.errstate(invalid="ignore"):
-            mean_k = np.where(n_ok > 0, np.where(ok, K, 0).sum(axis=0) / np.maximum(n_ok, 1), np.nan)
-        mean_code = np.where(n_ok > 0, _OK, _NO_PAIR_DEFINED).astype(np.int8)
-    else:
-        mean_k = np.full(W.shape[0], np.nan)
-        mean_code = np.full(W.shape[0], _FEWER_THAN_TWO_RATERS, dtype=np.int8)
+    sums = _step_sums(step, nn, attributed, W)
+    units, dist_n = sums["units"], sums["dist_n"]
+    mean_k, mean_code = _mean_kappa(kappas, kcodes, W.shape[0])
     fleiss, fcode, n_complete = _fleiss(codes, W, n_cat) if R else (mean_k, mean_code, 0)
     pct = _ratio(eq_sum, n_sum, _NO_COMMON_UNITS if R > 1 else _FEWER_THAN_TWO_RATERS)
     return {
@@ -192,9 +203,9 @@ def attribution_agreement(
             "pairs": pairs,
         },
         "step": {
-            "exact": with_ci(*_ratio(exact, units, _NO_COMMON_UNITS)),
-            **{f"within_{k}": with_ci(*_ratio(within[k], units, _NO_COMMON_UNITS)) for k in WITHIN},
-            "mean_abs_distance": with_ci(*_ratio(dist, dist_n, _NO_COMMON_UNITS)),
+            "exact": with_ci(*_ratio(sums["exact"], units, _NO_COMMON_UNITS)),
+            **{f"within_{k}": with_ci(*_ratio(sums["within"][k], units, _NO_COMMON_UNITS)) for k in WITHIN},
+            "mean_abs_distance": with_ci(*_ratio(sums["dist"], dist_n, _NO_COMMON_UNITS)),
             "n_units": int(units[0]),
             "n_units_with_steps": int(dist_n[0]),
         },
