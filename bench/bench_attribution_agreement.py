@@ -1,4 +1,4 @@
-"""Attribution agreement (annotations/rounds/attribution_agreement.py) on a MAST-Data-sized round:
+"""Attribution agreement (annotations/rounds/attribution/agreement.py) on a MAST-Data-sized round:
 1,642 traces x 3 raters, 6 agents, steps 0-60, 1,000 bootstrap resamples. Prints seconds.
 
     .venv/bin/python bench/bench_attribution_agreement.py
@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from annotations.rounds.attribution_agreement import attribution_agreement  # noqa: E402
+from annotations.rounds.attribution.agreement import attribution_agreement  # noqa: E402
 
 
 def main(n_traces: int = 1642, n_raters: int = 3, n_boot: int = 1000, repeats: int = 5) -> None:

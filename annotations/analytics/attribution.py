@@ -25,7 +25,7 @@ from annotations.analytics import charts
 from annotations.labels.visibility import annotations_visible_to, blind_trace_ids
 from annotations.models import Annotation, Attribution, ModeLabel, Rater
 from annotations.rounds.agreed import agreed_adjudications
-from annotations.rounds.attribution import agreed_attributions
+from annotations.rounds.attribution.consensus import agreed_attributions
 from traces.csv_cells import csv_writer
 from traces.models import Project, Trace
 from traces.projects.selectors import project_get_for_user

@@ -3,7 +3,7 @@
 Scoring follows the Who&When paper (Zhang et al., ICML 2025): **agent-level accuracy** is the share
 of failed traces whose responsible agent the judge names correctly, **step-level accuracy** the
 share whose decisive step it names exactly. The reference of a trace is its agreed attribution
-(the consensus of the latest closed round, ``annotations.rounds.attribution.agreed_attributions``);
+(the consensus of the latest closed round, ``annotations.rounds.attribution.consensus.agreed_attributions``);
 where no round decided one, the ground truth an import brought (an imported source rater such as
 "Who&When ground truth"), so a judge is scored against Who&When as soon as the file is imported.
 A trace the judge answered without an attribution counts as wrong (as a method with no answer
@@ -21,7 +21,7 @@ from annotations.judge.prompting import AttributionAnswer
 from annotations.labels.bulk import sql_insert
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Attribution, JudgeRun, Rater
-from annotations.rounds.attribution import agreed_attributions
+from annotations.rounds.attribution.consensus import agreed_attributions
 from traces.models import Step
 
 

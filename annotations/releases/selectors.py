@@ -42,7 +42,7 @@ from annotations.rounds.agreed import (
     mask_sum,
     unpack,
 )
-from annotations.rounds.attribution import agreed_attributions, attribution_export
+from annotations.rounds.attribution.consensus import agreed_attributions, attribution_export
 from taxonomy.mapping import VersionMapper, mappings_fingerprint
 from taxonomy.models import TaxonomyVersion
 from taxonomy.selectors import versions_mode_codes

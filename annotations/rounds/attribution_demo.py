@@ -11,7 +11,7 @@ from django.db import transaction
 
 from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
 from annotations.models import Round
-from annotations.rounds.attribution import attribution_adjudicate
+from annotations.rounds.attribution.consensus import attribution_adjudicate
 from annotations.rounds.services import round_close, round_create, round_open, round_start_review
 from taxonomy.selectors import version_modes
 from traces.importing.service import traces_import

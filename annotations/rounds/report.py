@@ -56,7 +56,7 @@ def landis_koch(v: float | None) -> str:
     return "almost perfect"
 
 
-def _cell(stat: dict[str, Any] | None, *, pct: bool = False) -> dict[str, Any]:
+def stat_cell(stat: dict[str, Any] | None, *, pct: bool = False) -> dict[str, Any]:
     stat = stat or {}
     v = stat.get("value")
     ci = stat.get("ci")
@@ -101,7 +101,7 @@ def report_context(data: dict[str, Any], *, modes: Mapping[str, Any], categories
     per_mode = []
     for block in data["per_mode"]:
         mode = modes.get(block["mode"])
-        cells = [_cell(block.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS]
+        cells = [stat_cell(block.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS]
         v = block["mean_pairwise_kappa"]["value"]
         bg, fg = kappa_colour(v)
         per_mode.append(
@@ -109,7 +109,7 @@ def report_context(data: dict[str, Any], *, modes: Mapping[str, Any], categories
                 "code": block["mode"],
                 "name": mode.name if mode else "",
                 "definition": mode.definition if mode else "",
-                "prevalence": _cell(block.get("prevalence"), pct=True),
+                "prevalence": stat_cell(block.get("prevalence"), pct=True),
                 "cells": cells,
                 "sort": v if v is not None else 9,
                 "bg": bg,
@@ -123,13 +123,13 @@ def report_context(data: dict[str, Any], *, modes: Mapping[str, Any], categories
             "code": b["category"],
             "name": categories.get(b["category"], ""),
             "modes": b["modes"],
-            "prevalence": _cell(b.get("prevalence"), pct=True),
-            "cells": [_cell(b.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS],
+            "prevalence": stat_cell(b.get("prevalence"), pct=True),
+            "cells": [stat_cell(b.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS],
         }
         for b in data["per_category"]
     ]
     overall = data["overall"]
-    headline = _cell(data["mean_pairwise_kappa"])
+    headline = stat_cell(data["mean_pairwise_kappa"])
     return {
         "data": data,
         "matrix": matrix,
@@ -140,8 +140,8 @@ def report_context(data: dict[str, Any], *, modes: Mapping[str, Any], categories
         "headline_band": landis_koch(headline["value"]),
         "headline_bg": kappa_colour(headline["value"])[0],
         "headline_fg": kappa_colour(headline["value"])[1],
-        "overall": {key: _cell(overall.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS},
-        "overall_prevalence": _cell(overall.get("prevalence"), pct=True),
+        "overall": {key: stat_cell(overall.get(key), pct=key == "percent_agreement") for key, _, _ in STAT_COLUMNS},
+        "overall_prevalence": stat_cell(overall.get("prevalence"), pct=True),
         "legend": [
             {"v": v, "bg": kappa_colour(v)[0], "fg": kappa_colour(v)[1]} for v in (-0.4, 0, 0.2, 0.4, 0.6, 0.8, 1.0)
         ],

@@ -46,7 +46,7 @@ from annotations.models import (
     RoundTrace,
 )
 from annotations.rounds import agreement_report
-from annotations.rounds.attribution import (
+from annotations.rounds.attribution.consensus import (
     attribution_close_with_majority,
     attribution_consensus_sync,
     attribution_pending,

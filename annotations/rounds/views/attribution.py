@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotations.models import Round
-from annotations.rounds.attribution import attribution_adjudicate, round_attribution_disagreements
+from annotations.rounds.attribution.consensus import attribution_adjudicate, round_attribution_disagreements
 from annotations.rounds.selectors import round_get, round_require_report_access, round_require_trace_shown
 from annotations.rounds.views.rounds import _errors
 from traces.projects.selectors import project_get_for_user

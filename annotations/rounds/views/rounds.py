@@ -21,7 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations.models import Annotation, Round, RoundTrace
 from annotations.rounds import report as presentation
-from annotations.rounds.attribution_report import attribution_context
+from annotations.rounds.attribution.report import attribution_context
 from annotations.rounds.mode_rater import mode_rater_view, stored_prevalence
 from annotations.rounds.sampling import STRATA_FIELDS, round_sample_preview
 from annotations.rounds.selectors import (

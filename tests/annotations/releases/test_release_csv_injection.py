@@ -14,7 +14,7 @@ from django.conf import settings
 from annotations.labels.services import annotation_get_or_create, annotation_save, annotation_submit
 from annotations.models import Release
 from annotations.releases.services import release_build, release_create
-from annotations.rounds.attribution import attribution_adjudicate
+from annotations.rounds.attribution.consensus import attribution_adjudicate
 from annotations.rounds.services import round_close, round_start_review
 from tests.annotations.rounds_factories import codes, make_open_round
 from tests.annotations.workspace_factories import make_trace

@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from annotations.rounds.attribution_agreement import attribution_agreement
+from annotations.rounds.attribution.agreement import attribution_agreement
 
 # Three annotators who attribute differently: 8 traces; None = did not attribute; "none" = no single step.
 AGENTS = [

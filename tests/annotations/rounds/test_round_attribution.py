@@ -12,7 +12,11 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from annotations.labels.services import AnnotationInvalid, annotation_get_or_create, annotation_save, annotation_submit
 from annotations.models import AttributionDecision
-from annotations.rounds.attribution import agreed_attributions, attribution_adjudicate, round_attribution_disagreements
+from annotations.rounds.attribution.consensus import (
+    agreed_attributions,
+    attribution_adjudicate,
+    round_attribution_disagreements,
+)
 from annotations.rounds.services import agreement_report_get, round_close, round_create, round_open, round_start_review
 from tests.annotations.rounds_factories import codes
 from tests.annotations.workspace_factories import make_trace

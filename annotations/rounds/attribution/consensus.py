@@ -30,7 +30,7 @@ from django.db import transaction
 
 from annotations.labels.visibility import annotations_visible_to, round_withheld_trace_ids
 from annotations.models import Annotation, Attribution, AttributionDecision, Round, RoundAnnotator, RoundTrace
-from annotations.rounds.attribution_agreement import attribution_agreement
+from annotations.rounds.attribution.agreement import attribution_agreement
 from annotations.rounds.guards import round_lock, round_manager_require
 from taxonomy.selectors import version_modes
 from traces.models import Project, Step, Trace

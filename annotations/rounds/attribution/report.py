@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotations.rounds.report import _cell
+from annotations.rounds.report import stat_cell
 
 
 def _dist(stat: dict[str, Any] | None) -> dict[str, Any]:
@@ -35,23 +35,23 @@ def attribution_context(section: dict[str, Any] | None) -> dict[str, Any] | None
             (
                 "Mean pairwise Cohen's kappa",
                 "Mean of the defined kappas over rater pairs",
-                _cell(agent["mean_pairwise_kappa"]),
+                stat_cell(agent["mean_pairwise_kappa"]),
             ),
             (
                 "Fleiss' kappa",
                 f"Over the {agent['fleiss_kappa'].get('n_units', 0)} traces every rater attributed to an agent",
-                _cell(agent["fleiss_kappa"]),
+                stat_cell(agent["fleiss_kappa"]),
             ),
             (
                 "Percent agreement",
                 "Share of rater pairs naming the same agent",
-                _cell(agent["percent_agreement"], pct=True),
+                stat_cell(agent["percent_agreement"], pct=True),
             ),
         ],
         "step_rows": [
-            ("Exact", "Same decisive step (or both: no single decisive step)", _cell(step["exact"], pct=True)),
-            ("Within ±1 step", "Decisive steps at most one step apart", _cell(step["within_1"], pct=True)),
-            ("Within ±3 steps", "Decisive steps at most three steps apart", _cell(step["within_3"], pct=True)),
+            ("Exact", "Same decisive step (or both: no single decisive step)", stat_cell(step["exact"], pct=True)),
+            ("Within ±1 step", "Decisive steps at most one step apart", stat_cell(step["within_1"], pct=True)),
+            ("Within ±3 steps", "Decisive steps at most three steps apart", stat_cell(step["within_3"], pct=True)),
             ("Mean absolute distance", "Over pairs that both named a step", _dist(step["mean_abs_distance"])),
         ],
         "n_step_units": step["n_units"],
@@ -60,8 +60,8 @@ def attribution_context(section: dict[str, Any] | None) -> dict[str, Any] | None
                 "a": p["a"],
                 "b": p["b"],
                 "n": p["n"],
-                "kappa": _cell(p["kappa"]),
-                "pct": _cell(p["percent_agreement"], pct=True),
+                "kappa": stat_cell(p["kappa"]),
+                "pct": stat_cell(p["percent_agreement"], pct=True),
             }
             for p in agent["pairs"]
         ],
