@@ -349,6 +349,58 @@ def _withheld_lines(withheld: dict[str, Any]) -> list[str]:
     return [f"- {withheld['traces']} selected traces were withheld: {_md(withheld.get('reason', ''))} ({rounds})."]
 
 
+_RECORD_FORMAT = [
+    "## Record format",
+    "",
+    "Each JSONL line (and Parquet row) has the MAST-Data fields `mas_name`, `llm_name`, `benchmark_name`, "
+    '`trace_id`, `trace` (`key`, `index`, `trajectory`) and `mast_annotation` (`{"1.1": 0|1|null, ...}`, '
+    "null = unknown), so code written for MAST-Data reads it. Our additions are under `mast_studio` "
+    "(a JSON string in Parquet): `final_source`, `final_basis` per mode, and where chosen `raters` (people, "
+    "pseudonymised, and imported label sets), `judge` (the LLM judges and the offline baseline), "
+    "`evidence` and `rationales`. `trace_id` is always the trace's id in its source (empty when the source "
+    "gave none); `studio_trace_id` is this project's database id. The CSV has one row per trace and one "
+    "column per mode. In the CSV only, a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage "
+    "return gets a single quote (`'`) in front, so that a spreadsheet shows it as text instead of running it "
+    "as a formula (OWASP's advice on CSV injection); numbers are left as they are. JSONL and Parquet keep "
+    "every text exactly as it was written.",
+    "",
+]
+
+
+def _composition_lines(counts: dict[str, Any]) -> list[str]:
+    """The card's tables of traces by framework, LLM and benchmark (those the release has)."""
+    lines = ["", "## Composition", ""]
+    for key, title in (("mas_name", "Framework"), ("llm_name", "LLM"), ("benchmark_name", "Benchmark")):
+        by = counts.get(f"by_{key}", {})
+        if by:
+            lines += [f"| {title} | traces |", "|---|---:|"]
+            lines += [f"| {_md(k or '(unknown)')} | {v} |" for k, v in by.items()]
+            lines.append("")
+    return lines
+
+
+def _agreement_lines(agreement: list[dict[str, Any]]) -> list[str]:
+    """One line per round behind the release: its agreement figures with their intervals."""
+    if not agreement:
+        return []
+    lines = ["## Agreement of the rounds behind it", ""]
+    for a in agreement:
+        figures = []
+        for name, stat in (a.get("summary") or {}).items():
+            value = stat.get("value") if isinstance(stat, dict) else stat
+            if isinstance(value, float):
+                ci = (stat.get("ci_low"), stat.get("ci_high")) if isinstance(stat, dict) else (None, None)
+                text = f"{value:.3f}"
+                if all(isinstance(x, float) for x in ci):
+                    text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+                figures.append(f"{name.replace('_', ' ')} {text}")
+            elif value is not None:
+                figures.append(f"{name.replace('_', ' ')} {value}")
+        lines.append(f"- {_md(a.get('round'))}: {_md('; '.join(figures) or 'no agreement report stored')}")
+    lines.append("")
+    return lines
+
+
 def render_card(manifest: dict[str, Any]) -> str:
     """The dataset card (README.md), with Hugging Face front matter pointing at the data files."""
     files = manifest.get("files", [])
@@ -402,20 +454,7 @@ def render_card(manifest: dict[str, Any]) -> str:
     lines += [f"| {_md(f['name'])} | {f['size_bytes']} | `{f['sha256']}` |" for f in files]
     lines += [
         "",
-        "## Record format",
-        "",
-        "Each JSONL line (and Parquet row) has the MAST-Data fields `mas_name`, `llm_name`, `benchmark_name`, "
-        '`trace_id`, `trace` (`key`, `index`, `trajectory`) and `mast_annotation` (`{"1.1": 0|1|null, ...}`, '
-        "null = unknown), so code written for MAST-Data reads it. Our additions are under `mast_studio` "
-        "(a JSON string in Parquet): `final_source`, `final_basis` per mode, and where chosen `raters` (people, "
-        "pseudonymised, and imported label sets), `judge` (the LLM judges and the offline baseline), "
-        "`evidence` and `rationales`. `trace_id` is always the trace's id in its source (empty when the source "
-        "gave none); `studio_trace_id` is this project's database id. The CSV has one row per trace and one "
-        "column per mode. In the CSV only, a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage "
-        "return gets a single quote (`'`) in front, so that a spreadsheet shows it as text instead of running it "
-        "as a formula (OWASP's advice on CSV injection); numbers are left as they are. JSONL and Parquet keep "
-        "every text exactly as it was written.",
-        "",
+        *_RECORD_FORMAT,
         "## Failure modes",
         "",
         "| code | name | category | definition |",
@@ -425,30 +464,8 @@ def render_card(manifest: dict[str, Any]) -> str:
         f"| {_md(m['code'])} | {_md(m['name'])} | FC{_md(m.get('category', ''))} | {_md(m.get('definition', ''))} |"
         for m in tax.get("modes", [])
     ]
-    lines += ["", "## Composition", ""]
-    for key, title in (("mas_name", "Framework"), ("llm_name", "LLM"), ("benchmark_name", "Benchmark")):
-        by = counts.get(f"by_{key}", {})
-        if by:
-            lines += [f"| {title} | traces |", "|---|---:|"]
-            lines += [f"| {_md(k or '(unknown)')} | {v} |" for k, v in by.items()]
-            lines.append("")
-    agreement = manifest.get("agreement", [])
-    if agreement:
-        lines += ["## Agreement of the rounds behind it", ""]
-        for a in agreement:
-            figures = []
-            for name, stat in (a.get("summary") or {}).items():
-                value = stat.get("value") if isinstance(stat, dict) else stat
-                if isinstance(value, float):
-                    ci = (stat.get("ci_low"), stat.get("ci_high")) if isinstance(stat, dict) else (None, None)
-                    text = f"{value:.3f}"
-                    if all(isinstance(x, float) for x in ci):
-                        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-                    figures.append(f"{name.replace('_', ' ')} {text}")
-                elif value is not None:
-                    figures.append(f"{name.replace('_', ' ')} {value}")
-            lines.append(f"- {_md(a.get('round'))}: {_md('; '.join(figures) or 'no agreement report stored')}")
-        lines.append("")
+    lines += _composition_lines(counts)
+    lines += _agreement_lines(manifest.get("agreement", []))
     lines += [
         "## Citation",
         "",
