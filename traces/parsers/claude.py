@@ -71,6 +71,36 @@ class _Session:
             return f"subagent {agent_id}".strip()
         return MAIN if role == "assistant" else USER
 
+    def block_message(self, b: dict, block: object, agent: str, details: dict) -> Message:
+        """One content block of an API message as a step: text, thinking, a tool call (a Task or
+        Agent call opens a subagent), a tool result (given to the agent that called the tool), an
+        image, or any other block as JSON."""
+        btype = text(b.get("type"))
+        if btype == "text":
+            return Message(agent, "message", text(b.get("text")), "", details)
+        if btype in ("thinking", "redacted_thinking"):
+            return Message(agent, "message", text(b.get("thinking")) or "[redacted thinking]", "thinking", details)
+        if btype == "tool_use":
+            name, call_id = text(b.get("name")), text(b.get("id"))
+            self.tools[call_id] = (name, agent)
+            tool_input = as_dict(b.get("input"))
+            if name in ("Task", "Agent"):
+                self.subagents[call_id] = text(tool_input.get("subagent_type")) or "subagent"
+                self.pending_tasks.append(call_id)
+            return Message(agent, "tool_call", call_text(name, b.get("input")), "", details)
+        if btype == "tool_result":
+            call_id = text(b.get("tool_use_id"))
+            name, caller = self.tools.get(call_id, ("", agent))
+            if call_id in self.pending_tasks:
+                self.pending_tasks.remove(call_id)
+            role_label = f"tool result: {name}" if name else "tool result"
+            if b.get("is_error") is True:
+                role_label += " (error)"
+            return Message(caller, "tool_output", _result_text(b.get("content")), role_label, details)
+        if btype == "image":
+            return Message(agent, "message", "[image]", "", details)
+        return Message(agent, "message", json_text(block), btype or "block", details)
+
 
 def parse_claude(obj: object, filename: str = "") -> ParsedTrace:
     rows = rows_of(obj, filename=filename, what=LABEL)
@@ -115,39 +145,12 @@ def parse_claude(obj: object, filename: str = "") -> ParsedTrace:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else as_list(content)
         for block in blocks:
             b = as_dict(block)
-            btype = text(b.get("type"))
             details = usage_details(usage, model=model if role == "assistant" else None, timestamp=stamp)
             usage = None  # once per API message
-            if btype == "text":
-                body = text(b.get("text"))
-                if role == "user" and not task and agent == USER:
-                    task = body
-                msgs.append(Message(agent, "message", body, "", details))
-            elif btype in ("thinking", "redacted_thinking"):
-                msgs.append(
-                    Message(agent, "message", text(b.get("thinking")) or "[redacted thinking]", "thinking", details)
-                )
-            elif btype == "tool_use":
-                name, call_id = text(b.get("name")), text(b.get("id"))
-                s.tools[call_id] = (name, agent)
-                tool_input = as_dict(b.get("input"))
-                if name in ("Task", "Agent"):
-                    s.subagents[call_id] = text(tool_input.get("subagent_type")) or "subagent"
-                    s.pending_tasks.append(call_id)
-                msgs.append(Message(agent, "tool_call", call_text(name, b.get("input")), "", details))
-            elif btype == "tool_result":
-                call_id = text(b.get("tool_use_id"))
-                name, caller = s.tools.get(call_id, ("", agent))
-                if call_id in s.pending_tasks:
-                    s.pending_tasks.remove(call_id)
-                role_label = f"tool result: {name}" if name else "tool result"
-                if b.get("is_error") is True:
-                    role_label += " (error)"
-                msgs.append(Message(caller, "tool_output", _result_text(b.get("content")), role_label, details))
-            elif btype == "image":
-                msgs.append(Message(agent, "message", "[image]", "", details))
-            else:
-                msgs.append(Message(agent, "message", json_text(block), btype or "block", details))
+            msg = s.block_message(b, block, agent, details)
+            if text(b.get("type")) == "text" and role == "user" and not task and agent == USER:
+                task = msg.content
+            msgs.append(msg)
         for key in ("sessionId", "session_id"):
             if text(rec.get(key)):
                 meta.setdefault("session_id", rec[key])
