@@ -210,136 +210,224 @@ def _rater_names(*, project: Project) -> dict[int, tuple[str, str]]:
     return out
 
 
-def release_records(
-    *, spec: ReleaseSpec, stats: ReleaseStats, mapper: VersionMapper, progress: Callable[[int], None] | None = None
-) -> Iterator[dict[str, Any]]:
-    """Yield one MAST-Data-shaped record per trace of the release, in trace id order."""
-    project = spec.project
-    codes = mapper.codes
-    traces = release_traces(
-        project=project, selection=spec.selection, round=spec.round, filters=spec.filters, majority=spec.majority
-    )
-    fields = [
-        "id",
-        "mas_name",
-        "llm_name",
-        "benchmark",
-        "external_id",
-        "content_hash",
-        "metadata__mad_key",
-        "metadata__mad_index",
-    ]
-    if spec.trace_text:
-        fields.append("size_bytes")  # raw text is fetched in byte-bounded batches, not with the chunk
-    rater_names = _rater_names(project=project) if (spec.raters or spec.judge or spec.majority) else {}
-    wanted_kinds = set()
-    if spec.raters or spec.majority:
-        wanted_kinds |= {Rater.Kind.HUMAN}
-    if spec.raters:
-        wanted_kinds |= {Rater.Kind.IMPORTED}
-    if spec.judge:
-        wanted_kinds |= JUDGE_KINDS
-    one_round = spec.round if spec.selection == "round" else None
-    adjudications = agreed_adjudications(project=project, round=one_round)
-    versions = {spec.version.pk} | agreed_versions(project=project, round=one_round)
-    if wanted_kinds:
-        versions |= set(
-            _submitted_annotations(project=project).order_by().values_list("taxonomy_version_id", flat=True).distinct()
-        )
-    modes = versions_mode_codes(version_ids=versions)
-    codes_of = {vid: [c for _m, c in ms] for vid, ms in modes.items()}
-    known_decision = {"decision__in": ["present", "absent"]}
-    # raters' own labels are mapped by a mapper of their own: ``mapper``'s counts are the agreed labels'
-    rater_mapper = VersionMapper(mapper.target, codes=codes)
-    rater_values: dict[tuple[int, int, int], dict[str, int | None]] = {}
-    # per-trace agreed labels and bases depend only on the trace's five masks: built once per pattern
-    agreed_patterns: dict[tuple[int, ...], tuple[dict[str, int | None], dict[str, str]]] = {}
-    done = 0
-    last_id = 0
-    while True:
-        chunk = list(traces.filter(id__gt=last_id).order_by("id").values(*fields)[:CHUNK])
-        if not chunk:
-            break
-        last_id = chunk[-1]["id"]
-        ids = [t["id"] for t in chunk]
-        chunk_ids = set(ids)
+_RECORD_FIELDS = [
+    "id",
+    "mas_name",
+    "llm_name",
+    "benchmark",
+    "external_id",
+    "content_hash",
+    "metadata__mad_key",
+    "metadata__mad_index",
+]
 
-        # the agreed labels, folded per (trace, round) in SQL; the latest closed round wins per mode
+
+class _Records:
+    """What building a release's records keeps across chunks of traces: the release's modes on
+    every version involved, the raters wanted, and label patterns built once and shared."""
+
+    def __init__(self, *, spec: ReleaseSpec, stats: ReleaseStats, mapper: VersionMapper) -> None:
+        self.spec, self.stats, self.mapper = spec, stats, mapper
+        project, self.codes = spec.project, mapper.codes
+        self.rater_names = _rater_names(project=project) if (spec.raters or spec.judge or spec.majority) else {}
+        self.wanted_kinds: set[str] = set()
+        if spec.raters or spec.majority:
+            self.wanted_kinds |= {Rater.Kind.HUMAN}
+        if spec.raters:
+            self.wanted_kinds |= {Rater.Kind.IMPORTED}
+        if spec.judge:
+            self.wanted_kinds |= JUDGE_KINDS
+        self.one_round = spec.round if spec.selection == "round" else None
+        self.adjudications = agreed_adjudications(project=project, round=self.one_round)
+        versions = {spec.version.pk} | agreed_versions(project=project, round=self.one_round)
+        if self.wanted_kinds:
+            versions |= set(
+                _submitted_annotations(project=project)
+                .order_by()
+                .values_list("taxonomy_version_id", flat=True)
+                .distinct()
+            )
+        self.modes = versions_mode_codes(version_ids=versions)
+        self.codes_of = {vid: [c for _m, c in ms] for vid, ms in self.modes.items()}
+        # raters' own labels are mapped by a mapper of their own: ``mapper``'s counts are the agreed labels'
+        self.rater_mapper = VersionMapper(mapper.target, codes=self.codes)
+        self.rater_values: dict[tuple[int, int, int], dict[str, int | None]] = {}
+        # per-trace agreed labels and bases depend only on the trace's five masks: built once per pattern
+        self.agreed_patterns: dict[tuple[int, ...], tuple[dict[str, int | None], dict[str, str]]] = {}
+
+    def agreed(self, ids: list[int], chunk_ids: set[int]) -> Any:
+        """The chunk's agreed labels, folded per (trace, round) in SQL; the latest closed round wins per mode."""
         adj_rows = [
             row
             for row in agreed_label_masks(
                 # a range: no 5,000 bound parameters
-                adjudications=adjudications.filter(trace_id__gte=ids[0], trace_id__lte=ids[-1]),
-                modes=modes,
+                adjudications=self.adjudications.filter(trace_id__gte=ids[0], trace_id__lte=ids[-1]),
+                modes=self.modes,
                 bases=True,
             )
             if row[0] in chunk_ids
         ]
-        stats.rounds.update(row[1] for row in adj_rows)
-        agreed = agreed_fold(adj_rows, modes=modes, mapper=mapper, bases=True)
+        self.stats.rounds.update(row[1] for row in adj_rows)
+        return agreed_fold(adj_rows, modes=self.modes, mapper=self.mapper, bases=True)
 
-        # raters' own labels folded per annotation in SQL
+    def rater_labels(self, ids: list[int], chunk_ids: set[int]) -> tuple[dict, dict]:
+        """The chunk's wanted raters' own labels (folded per annotation in SQL, carried onto the
+        release's version) by trace and rater, and their evidence and rationales where asked for."""
         per_rater: dict[int, dict[int, dict[str, int | None]]] = defaultdict(dict)
         extra: dict[int, dict[int, dict[str, tuple]]] = defaultdict(dict)
-        if wanted_kinds:
-            scoped = _submitted_labels(project=project).filter(
-                annotation__trace_id__gte=ids[0],
-                annotation__trace_id__lte=ids[-1],
-                annotation__rater__kind__in=wanted_kinds,
+        if not self.wanted_kinds:
+            return per_rater, extra
+        scoped = _submitted_labels(project=self.spec.project).filter(
+            annotation__trace_id__gte=ids[0],
+            annotation__trace_id__lte=ids[-1],
+            annotation__rater__kind__in=self.wanted_kinds,
+        )
+        label_rows = (
+            scoped.values(
+                "annotation_id", "annotation__trace_id", "annotation__rater_id", "annotation__taxonomy_version_id"
             )
-            label_rows = (
-                scoped.values(
-                    "annotation_id", "annotation__trace_id", "annotation__rater_id", "annotation__taxonomy_version_id"
-                )
-                .annotate(
-                    p=mask_sum(modes, decision="present"),
-                    k=mask_sum(modes, **known_decision),
-                )
-                .order_by()
+            .annotate(
+                p=mask_sum(self.modes, decision="present"),
+                k=mask_sum(self.modes, decision__in=["present", "absent"]),
+            )
+            .order_by()
+            .values_list(
+                "annotation__trace_id",
+                "annotation__rater_id",
+                "annotation__taxonomy_version_id",
+                "p",
+                "k",
+                "annotation_id",
+            )
+        )
+        # Several annotations of one rater on a trace (other rounds or versions): the one on the
+        # release's version wins, then the most recent (highest id).
+        target_id = self.spec.version.pk
+        for tid, rid, vid, p, k, _a in sorted(_raw_rows(label_rows), key=lambda r: (r[2] == target_id, r[5])):
+            if tid in chunk_ids:
+                per_rater[tid][rid] = self._rater_pattern(vid, int(p), int(k))
+        if self.spec.evidence:
+            # evidence as text: decoded only where there is some (most labels have none)
+            ev_rows = (
+                scoped.filter(annotation__taxonomy_version=self.spec.version)
+                .exclude(Q(evidence=[]) & Q(rationale=""))
+                .order_by("annotation_id")
                 .values_list(
                     "annotation__trace_id",
                     "annotation__rater_id",
-                    "annotation__taxonomy_version_id",
-                    "p",
-                    "k",
-                    "annotation_id",
+                    "mode__code",
+                    Cast("evidence", TextField()),
+                    "rationale",
                 )
             )
-            # Several annotations of one rater on a trace (other rounds or versions): the one on the
-            # release's version wins, then the most recent (highest id).
-            target_id = spec.version.pk
-            for tid, rid, vid, p, k, _a in sorted(_raw_rows(label_rows), key=lambda r: (r[2] == target_id, r[5])):
-                if tid not in chunk_ids:
-                    continue
-                key = (vid, int(p), int(k))
-                values = rater_values.get(key)
-                if values is None:
-                    # one dict per label pattern, in the release's code order, shared by every
-                    # record with that pattern (records are serialised, never mutated)
-                    mapped = rater_mapper.map(vid, unpack(key[1], key[2], codes_of[vid]))
-                    values = rater_values[key] = {c: mapped[c] for c in codes if c in mapped}
-                per_rater[tid][rid] = values
-            if spec.evidence:
-                # evidence as text: decoded only where there is some (most labels have none)
-                ev_rows = (
-                    scoped.filter(annotation__taxonomy_version=spec.version)
-                    .exclude(Q(evidence=[]) & Q(rationale=""))
-                    .order_by("annotation_id")
-                    .values_list(
-                        "annotation__trace_id",
-                        "annotation__rater_id",
-                        "mode__code",
-                        Cast("evidence", TextField()),
-                        "rationale",
-                    )
-                )
-                for tid, rid, code, ev_text, rationale in _raw_rows(ev_rows):
-                    if tid not in chunk_ids:
-                        continue
-                    evidence = _decode_evidence(ev_text)
-                    extra[tid].setdefault(rid, {})[code] = (evidence, rationale)
+            for tid, rid, code, ev_text, rationale in _raw_rows(ev_rows):
+                if tid in chunk_ids:
+                    extra[tid].setdefault(rid, {})[code] = (_decode_evidence(ev_text), rationale)
+        return per_rater, extra
 
-        attributions = attribution_export(agreed_attributions(project=project, trace_ids=ids, round=one_round))
+    def _rater_pattern(self, vid: int, p: int, k: int) -> dict[str, int | None]:
+        """One dict per label pattern, in the release's code order, shared by every record with
+        that pattern (records are serialised, never mutated)."""
+        key = (vid, p, k)
+        values = self.rater_values.get(key)
+        if values is None:
+            mapped = self.rater_mapper.map(vid, unpack(p, k, self.codes_of[vid]))
+            values = self.rater_values[key] = {c: mapped[c] for c in self.codes if c in mapped}
+        return values
+
+    def labels(self, tid: int, agreed: Any, humans: list[dict]) -> tuple[dict, dict, bool]:
+        """A trace's final labels and each one's basis; where the release allows it, a majority of
+        human raters decides what no round did (True when it did)."""
+        known, present = agreed.known.get(tid, 0), agreed.present.get(tid, 0)
+        pattern = (known, present, agreed.mapped.get(tid, 0), agreed.unanimous.get(tid, 0), agreed.majority.get(tid, 0))
+        built = self.agreed_patterns.get(pattern)
+        if built is None:
+            built = self.agreed_patterns[pattern] = (
+                {c: (present >> i) & 1 if (known >> i) & 1 else None for i, c in enumerate(self.codes)},
+                {c: agreed.basis(tid, i) for i, c in enumerate(self.codes) if (known >> i) & 1},
+            )
+        labels, mode_basis = dict(built[0]), dict(built[1])  # copies: a majority vote fills them in
+        used_majority = False
+        if self.spec.majority:
+            for c in self.codes:
+                if labels[c] is None:
+                    m = majority_vote([h[c] for h in humans if h.get(c) is not None], min_votes=2)
+                    if m is not None:
+                        labels[c] = m
+                        mode_basis[c] = "majority_vote"
+                        used_majority = True
+                        self.stats.majority_labels += 1
+        return labels, mode_basis, used_majority
+
+    def humans(self, raters: dict[int, dict]) -> list[dict]:
+        return [v for rid, v in raters.items() if self.rater_names.get(rid, ("",))[0] == "human"]
+
+    def raters_out(self, studio: dict[str, Any], raters: dict[int, dict], extra: dict[int, dict]) -> None:
+        """The wanted raters' and judges' own labels, evidence and rationales, by name, into ``studio``."""
+        spec = self.spec
+        if spec.raters or spec.judge:
+            raters_out: dict[str, dict] = {}
+            judge_out: dict[str, dict] = {}
+            for rid, values in raters.items():
+                kind, name = self.rater_names.get(rid, ("", f"rater_{rid}"))
+                if kind in JUDGE_KINDS:
+                    if spec.judge:
+                        judge_out[name] = values
+                elif spec.raters:
+                    raters_out[name] = values
+            if spec.raters:
+                studio["raters"] = raters_out
+            if spec.judge:
+                studio["judge"] = judge_out
+        if spec.evidence:
+            ev: dict[str, dict] = {}
+            ra: dict[str, dict] = {}
+            for rid, per_code in extra.items():
+                kind, name = self.rater_names.get(rid, ("", f"rater_{rid}"))
+                if (kind in JUDGE_KINDS and not spec.judge) or (kind not in JUDGE_KINDS and not spec.raters):
+                    continue
+                for c, (evidence, rationale) in per_code.items():
+                    if evidence:
+                        ev.setdefault(name, {})[c] = evidence
+                    if rationale:
+                        ra.setdefault(name, {})[c] = rationale
+            studio["evidence"] = ev
+            studio["rationales"] = ra
+
+    def count(self, t: dict[str, Any], labels: dict[str, int | None], has_consensus: bool) -> None:
+        """The release's counts (for its card and manifest) with one more record."""
+        stats = self.stats
+        stats.traces += 1
+        if has_consensus:
+            stats.consensus_traces += 1
+        else:
+            stats.majority_traces += 1
+        stats.by_mas_name[t["mas_name"]] += 1
+        stats.by_llm_name[t["llm_name"]] += 1
+        stats.by_benchmark_name[t["benchmark"]] += 1
+        for c, v in labels.items():
+            if v == 1:
+                stats.present[c] += 1
+
+
+def release_records(
+    *, spec: ReleaseSpec, stats: ReleaseStats, mapper: VersionMapper, progress: Callable[[int], None] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Yield one MAST-Data-shaped record per trace of the release, in trace id order."""
+    traces = release_traces(
+        project=spec.project, selection=spec.selection, round=spec.round, filters=spec.filters, majority=spec.majority
+    )
+    # with the text, raw text is fetched in byte-bounded batches, not with the chunk
+    fields = [*_RECORD_FIELDS, "size_bytes"] if spec.trace_text else _RECORD_FIELDS
+    r = _Records(spec=spec, stats=stats, mapper=mapper)
+    done = last_id = 0
+    while chunk := list(traces.filter(id__gt=last_id).order_by("id").values(*fields)[:CHUNK]):
+        last_id = chunk[-1]["id"]
+        ids = [t["id"] for t in chunk]
+        chunk_ids = set(ids)
+        agreed = r.agreed(ids, chunk_ids)
+        per_rater, extra = r.rater_labels(ids, chunk_ids)
+        attributions = attribution_export(agreed_attributions(project=spec.project, trace_ids=ids, round=r.one_round))
         texts: dict[int, str] = {}
         for position, t in enumerate(chunk):
             if spec.trace_text and t["id"] not in texts:
@@ -347,32 +435,8 @@ def release_records(
             if progress is not None and position and position % PROGRESS_EVERY == 0:
                 progress(done + position)  # the page's progress bar moves within a chunk too
             tid = t["id"]
-            known, present = agreed.known.get(tid, 0), agreed.present.get(tid, 0)
-            pattern = (
-                known,
-                present,
-                agreed.mapped.get(tid, 0),
-                agreed.unanimous.get(tid, 0),
-                agreed.majority.get(tid, 0),
-            )
-            built = agreed_patterns.get(pattern)
-            if built is None:
-                built = agreed_patterns[pattern] = (
-                    {c: (present >> i) & 1 if (known >> i) & 1 else None for i, c in enumerate(codes)},
-                    {c: agreed.basis(tid, i) for i, c in enumerate(codes) if (known >> i) & 1},
-                )
-            labels, mode_basis = dict(built[0]), dict(built[1])  # copies: a majority vote fills them in
-            used_majority = False
-            if spec.majority:
-                humans = [v for rid, v in per_rater.get(tid, {}).items() if rater_names.get(rid, ("",))[0] == "human"]
-                for c in codes:
-                    if labels[c] is None:
-                        m = majority_vote([h[c] for h in humans if h.get(c) is not None], min_votes=2)
-                        if m is not None:
-                            labels[c] = m
-                            mode_basis[c] = "majority_vote"
-                            used_majority = True
-                            stats.majority_labels += 1
+            raters = per_rater.get(tid, {})
+            labels, mode_basis, used_majority = r.labels(tid, agreed, r.humans(raters) if spec.majority else [])
             if all(v is None for v in labels.values()):
                 stats.skipped_no_labels += 1
                 continue
@@ -382,47 +446,10 @@ def release_records(
                 "content_hash": t["content_hash"],
                 "final_source": "consensus" if not used_majority else ("mixed" if has_consensus else "majority_vote"),
                 "final_basis": mode_basis,
+                "attribution": attributions.get(tid),
             }
-            studio["attribution"] = attributions.get(tid)
-            if spec.raters or spec.judge:
-                raters_out: dict[str, dict] = {}
-                judge_out: dict[str, dict] = {}
-                for rid, values in per_rater.get(tid, {}).items():
-                    kind, name = rater_names.get(rid, ("", f"rater_{rid}"))
-                    if kind in JUDGE_KINDS:
-                        if spec.judge:
-                            judge_out[name] = values
-                    elif spec.raters:
-                        raters_out[name] = values
-                if spec.raters:
-                    studio["raters"] = raters_out
-                if spec.judge:
-                    studio["judge"] = judge_out
-            if spec.evidence:
-                ev: dict[str, dict] = {}
-                ra: dict[str, dict] = {}
-                for rid, per_code in extra.get(tid, {}).items():
-                    kind, name = rater_names.get(rid, ("", f"rater_{rid}"))
-                    if (kind in JUDGE_KINDS and not spec.judge) or (kind not in JUDGE_KINDS and not spec.raters):
-                        continue
-                    for c, (evidence, rationale) in per_code.items():
-                        if evidence:
-                            ev.setdefault(name, {})[c] = evidence
-                        if rationale:
-                            ra.setdefault(name, {})[c] = rationale
-                studio["evidence"] = ev
-                studio["rationales"] = ra
-            stats.traces += 1
-            if has_consensus:
-                stats.consensus_traces += 1
-            else:
-                stats.majority_traces += 1
-            stats.by_mas_name[t["mas_name"]] += 1
-            stats.by_llm_name[t["llm_name"]] += 1
-            stats.by_benchmark_name[t["benchmark"]] += 1
-            for c, v in labels.items():
-                if v == 1:
-                    stats.present[c] += 1
+            r.raters_out(studio, raters, extra.get(tid, {}))
+            r.count(t, labels, has_consensus)
             yield {
                 "mas_name": t["mas_name"],
                 "llm_name": t["llm_name"],
@@ -494,7 +521,6 @@ def release_inputs_fingerprint(*, project: Project) -> str:
     the mappings between versions): equal fingerprints mean a new release would hold the same labels.
     The agreed labels are read as their stamp (bumped by triggers on any adjudication or round
     write), not as an aggregate over every adjudication, which missed bulk updates."""
-
 
     stamp = agreed_labels_stamp(project=project)
     labels = _submitted_annotations(project=project).aggregate(n=Count("id"), at=Max("updated_at"))
