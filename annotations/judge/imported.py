@@ -117,50 +117,56 @@ def _json_modes(obj: dict) -> list[tuple[str, object]]:
     return [(k, v) for k, v in obj.items() if CODE_RE.match(str(k))]
 
 
-def rater_import_parse(*, project: Project, version: TaxonomyVersion, text: str, fmt: str) -> list[Row]:
-    """Check every row; ValidationError naming each bad line (up to MAX_ERRORS), else the rows."""
-    codes = {m.code for m in version_modes(version=version)}
-    by_source: dict[str, int] = {}
-    by_hash: dict[str, int] = {}
-    for pk, ext, h in Trace.objects.filter(project=project).values_list("pk", "external_id", "content_hash"):
-        if ext:
-            by_source.setdefault(ext, pk)
-        by_hash.setdefault(h, pk)
-    errors: list[str] = []
-    rows: list[Row] = []
-    seen: dict[int, int] = {}
+class _RaterFile:
+    """Reading one rater file: the project's traces by source id and content hash, the rows read
+    so far and the errors, each naming its line."""
 
-    def trace_of(n: int, source: str, chash: str) -> int | None:
-        if source and source in by_source:
-            return by_source[source]
-        if chash and chash in by_hash:
-            return by_hash[chash]
-        if source and source in by_hash:  # JSONL "trace" may hold either
-            return by_hash[source]
+    def __init__(self, *, project: Project, version: TaxonomyVersion) -> None:
+        self.version = version
+        self.codes = {m.code for m in version_modes(version=version)}
+        self.by_source: dict[str, int] = {}
+        self.by_hash: dict[str, int] = {}
+        for pk, ext, h in Trace.objects.filter(project=project).values_list("pk", "external_id", "content_hash"):
+            if ext:
+                self.by_source.setdefault(ext, pk)
+            self.by_hash.setdefault(h, pk)
+        self.errors: list[str] = []
+        self.rows: list[Row] = []
+        self.seen: dict[int, int] = {}
+
+    def trace_of(self, n: int, source: str, chash: str) -> int | None:
+        """The trace a line names, by its source id, else its content hash (None: an error)."""
+        if source and source in self.by_source:
+            return self.by_source[source]
+        if chash and chash in self.by_hash:
+            return self.by_hash[chash]
+        if source and source in self.by_hash:  # JSONL "trace" may hold either
+            return self.by_hash[source]
         what = f"source_id {source!r}" if source else f"content_hash {chash!r}" if chash else None
-        errors.append(
+        self.errors.append(
             f"line {n}: " + (f"no trace with {what} in the project" if what else "no source_id or content_hash")
         )
         return None
 
-    def add(n: int, trace_id: int | None, modes: list[tuple[str, object]], extra: dict, evidence: dict) -> None:
+    def add(self, n: int, trace_id: int | None, modes: list[tuple[str, object]], extra: dict, evidence: dict) -> None:
+        """One line's row: its task success, and each mode's value, evidence steps and rationale."""
         if trace_id is None:
             return
-        if trace_id in seen:
-            errors.append(f"line {n}: the same trace as line {seen[trace_id]}")
+        if trace_id in self.seen:
+            self.errors.append(f"line {n}: the same trace as line {self.seen[trace_id]}")
             return
-        seen[trace_id] = n
+        self.seen[trace_id] = n
         row = Row(line=n, trace_id=trace_id, raw_answer=str(extra.get("raw_answer") or "")[:200_000])
         ts = str(extra.get("task_success") or "unknown").strip().lower()
         ts = {"true": "yes", "false": "no", "1": "yes", "0": "no", "": "unknown"}.get(ts, ts)
         if ts not in ("yes", "no", "unknown"):
-            errors.append(f"line {n}: task_success {ts[:20]!r} is not yes, no or unknown")
+            self.errors.append(f"line {n}: task_success {ts[:20]!r} is not yes, no or unknown")
         row.task_success = ts if ts in ("yes", "no", "unknown") else "unknown"
         note = str(extra.get("rationale") or "")[:2000]
         for code, raw in modes:
             code = str(code).strip()
-            if code not in codes:
-                errors.append(f"line {n}: mode {code!r} is not in {version.label}")
+            if code not in self.codes:
+                self.errors.append(f"line {n}: mode {code!r} is not in {self.version.label}")
                 continue
             try:
                 if isinstance(raw, dict):
@@ -172,55 +178,66 @@ def rater_import_parse(*, project: Project, version: TaxonomyVersion, text: str,
                     steps = _steps(evidence.get(code), f"mode {code}")
                     why = note
             except ValueError as exc:
-                errors.append(f"line {n}: {exc}")
+                self.errors.append(f"line {n}: {exc}")
                 continue
             if present is not None:
                 row.labels[code] = (present, steps, why if present else "")
         if not row.labels:
-            errors.append(f"line {n}: no mode has a value")
-        rows.append(row)
+            self.errors.append(f"line {n}: no mode has a value")
+        self.rows.append(row)
 
+    def read_jsonl(self, text: str) -> None:
+        for n, obj in _jsonl_records(text):
+            source = str(obj.get("source_id") or obj.get("trace") or "").strip()
+            chash = str(obj.get("content_hash") or "").strip()
+            try:
+                modes = _json_modes(obj)
+            except ValueError as exc:
+                self.errors.append(f"line {n}: {exc}")
+                continue
+            self.add(n, self.trace_of(n, source, chash), modes, obj, {})
+            if len(self.errors) >= MAX_ERRORS:
+                break
+
+    def read_csv(self, text: str) -> None:
+        reader = csv.DictReader(io.StringIO(text))
+        header = reader.fieldnames or []
+        if not ({"source_id", "content_hash"} & set(header)):
+            raise ValueError("line 1: the header needs a source_id or content_hash column")
+        mode_cols = [h for h in header if CODE_RE.match(h.strip())]
+        if not mode_cols:
+            raise ValueError("line 1: the header has no mode column (1.1, 2.3, ...)")
+        for rec in reader:
+            n = reader.line_num
+            modes = [(c, rec.get(c)) for c in mode_cols]
+            evidence = {h.removeprefix("evidence_").strip(): rec[h] for h in header if h.startswith("evidence_")}
+            tid = self.trace_of(n, (rec.get("source_id") or "").strip(), (rec.get("content_hash") or "").strip())
+            self.add(n, tid, modes, rec, evidence)
+            if len(self.errors) >= MAX_ERRORS:
+                break
+
+
+def rater_import_parse(*, project: Project, version: TaxonomyVersion, text: str, fmt: str) -> list[Row]:
+    """Check every row; ValidationError naming each bad line (up to MAX_ERRORS), else the rows."""
+    f = _RaterFile(project=project, version=version)
     try:
         if fmt == "jsonl":
-            for n, obj in _jsonl_records(text):
-                source = str(obj.get("source_id") or obj.get("trace") or "").strip()
-                chash = str(obj.get("content_hash") or "").strip()
-                try:
-                    modes = _json_modes(obj)
-                except ValueError as exc:
-                    errors.append(f"line {n}: {exc}")
-                    continue
-                add(n, trace_of(n, source, chash), modes, obj, {})
-                if len(errors) >= MAX_ERRORS:
-                    break
+            f.read_jsonl(text)
         elif fmt == "csv":
-            reader = csv.DictReader(io.StringIO(text))
-            header = reader.fieldnames or []
-            if not ({"source_id", "content_hash"} & set(header)):
-                raise ValueError("line 1: the header needs a source_id or content_hash column")
-            mode_cols = [h for h in header if CODE_RE.match(h.strip())]
-            if not mode_cols:
-                raise ValueError("line 1: the header has no mode column (1.1, 2.3, ...)")
-            for rec in reader:
-                n = reader.line_num
-                modes = [(c, rec.get(c)) for c in mode_cols]
-                evidence = {h.removeprefix("evidence_").strip(): rec[h] for h in header if h.startswith("evidence_")}
-                tid = trace_of(n, (rec.get("source_id") or "").strip(), (rec.get("content_hash") or "").strip())
-                add(n, tid, modes, rec, evidence)
-                if len(errors) >= MAX_ERRORS:
-                    break
+            f.read_csv(text)
         else:
             raise ValueError(f"format {fmt!r}: expected jsonl or csv")
     except (ValueError, csv.Error) as exc:
-        errors.append(str(exc))
-    if not rows and not errors:
+        f.errors.append(str(exc))
+    errors = f.errors
+    if not f.rows and not errors:
         errors.append("the file holds no row")
     if errors:
         more = " (and more; fix these first)" if len(errors) >= MAX_ERRORS else ""
         raise ValidationError(
             {"file": [f"Nothing was imported: {e}" for e in errors[:MAX_ERRORS]] + ([more] if more else [])}
         )
-    return rows
+    return f.rows
 
 
 def format_of(filename: str, fmt: str = "auto") -> str:
