@@ -139,6 +139,102 @@ def _fewer_collections() -> Iterator[None]:
                 gc.set_threshold(*_gc_state["before"])
 
 
+class _Run:
+    """One import under way: its counters and progress, the files' report lines, and (once the
+    project's import lock is held) the known traces and the writer."""
+
+    def __init__(
+        self,
+        *,
+        project: Project,
+        by: Any,
+        job: ImportJob | None,
+        sources: list[Source],
+        progress: Callable[[ImportProgress], None] | None,
+    ) -> None:
+        self.project, self.job, self.progress = project, job, progress
+        self.total = sum(s.size for s in sources)
+        self.state = {"done": 0, "base": 0, "imported": 0, "duplicates": 0, "merged": 0, "last": 0.0, "current": ""}
+        self.batch = ImportBatch(project=project, by=by, job=job)
+        self.hooks = import_hooks()
+        self.lines: list[FileLine] = []
+        self.refused: list[str] = []
+
+    def report(self, force: bool = False) -> None:
+        """Tell the progress callback, at most every _PROGRESS_EVERY seconds unless forced."""
+        state = self.state
+        if self.progress is None:
+            return
+        now = time.monotonic()
+        if force or now - state["last"] >= _PROGRESS_EVERY:
+            state["last"] = now
+            self.progress(
+                ImportProgress(
+                    bytes_done=min(state["done"], self.total),
+                    bytes_total=self.total,
+                    imported=state["imported"],
+                    duplicates=state["duplicates"] + state["merged"],
+                    current=state["current"],
+                )
+            )
+
+    def open(self, known: KnownTraces, writer: TraceWriter) -> None:
+        self.known, self.writer = known, writer
+
+    def accept(self, parsed: ParsedTrace, title: str, extra: dict[str, Any], line: FileLine) -> None:
+        """One parsed trace: counted on its file's line, written when new (and nothing was refused),
+        handed to the hooks when already stored."""
+        digest, stats = prepare(parsed)
+        title = clean_title(title)
+        outcome = self.known.outcome(digest, parsed, extra)
+        line.add(format=_format_label(parsed), steps=stats["n_steps"], agents=stats["agents"], outcome=outcome)
+        if outcome != "new":
+            self.state["merged" if outcome == "merged" else "duplicates"] += 1
+            if self.refused:
+                return
+            for hook in self.hooks:  # optional: records whose trace is already stored (rounds need them)
+                if hasattr(hook, "on_duplicate"):
+                    hook.on_duplicate(batch=self.batch, content_hash=digest, parsed=parsed, extra=extra)
+            return
+        self.state["imported"] += 1
+        if self.refused:
+            return  # nothing will be stored: read on only to report every file
+        row = trace_row(project=self.project, job=self.job, parsed=parsed, title=title, digest=digest, stats=stats)
+        self.writer.add(parsed, row, extra)
+
+    def read(self, source: Source, format: str) -> None:
+        """One file: its traces accepted, or its line says why it was skipped or refused."""
+        state = self.state
+        state["current"] = source.name
+        state["base"] = state["done"]
+        line = FileLine(file=source.name)
+        self.lines.append(line)
+        if source.note:
+            line.status, line.reason = COMPANION, source.note
+        else:
+            try:
+                with contextlib.closing(_parse_source(source, format, state)) as items:
+                    for parsed, title, extra in items:
+                        self.accept(parsed, title, extra, line)
+                        self.report()
+            except TraceImportError as e:
+                line.status, line.reason = REFUSED, _reason(str(e), source.name)
+                self.refused.append(str(e))
+        state["done"] = state["base"] + source.size
+        self.report()
+
+    def refuse(self) -> TraceImportError:
+        """All or nothing: a refused file stores nothing; the error carries every file's line."""
+        for other in self.lines:
+            if other.status == IMPORTED:
+                other.status = NOT_STORED
+        refused = self.refused
+        return TraceImportError(
+            refused[0] if len(refused) == 1 else f"{len(refused)} files were refused: " + "; ".join(refused),
+            result=_result(self.state, self.lines, []),
+        )
+
+
 def _import_sources(
     *,
     project: Project,
@@ -148,89 +244,25 @@ def _import_sources(
     job: ImportJob | None,
     progress: Callable[[ImportProgress], None] | None,
 ) -> ImportResult:
-    total = sum(s.size for s in sources)
-    state = {"done": 0, "base": 0, "imported": 0, "duplicates": 0, "merged": 0, "last": 0.0, "current": ""}
-
-    def report(force: bool = False) -> None:
-        if progress is None:
-            return
-        now = time.monotonic()
-        if force or now - state["last"] >= _PROGRESS_EVERY:
-            state["last"] = now
-            progress(
-                ImportProgress(
-                    bytes_done=min(state["done"], total),
-                    bytes_total=total,
-                    imported=state["imported"],
-                    duplicates=state["duplicates"] + state["merged"],
-                    current=state["current"],
-                )
-            )
-
-    batch = ImportBatch(project=project, by=by, job=job)
-    hooks = import_hooks()
-    lines: list[FileLine] = []
-    refused: list[str] = []
-    report(force=True)
+    run = _Run(project=project, by=by, job=job, sources=sources, progress=progress)
+    run.report(force=True)
     with transaction.atomic(), contextlib.ExitStack() as stack:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [0x4D415354, project.pk])
         known = KnownTraces(project)
-        writer = TraceWriter(batch, hooks)
+        writer = TraceWriter(run.batch, run.hooks)
+        run.open(known, writer)
         stack.callback(writer.close)  # before the transaction ends, whatever happens
-
-        def accept(parsed: ParsedTrace, title: str, extra: dict[str, Any], line: FileLine) -> None:
-            digest, stats = prepare(parsed)
-            title = clean_title(title)
-            outcome = known.outcome(digest, parsed, extra)
-            line.add(format=_format_label(parsed), steps=stats["n_steps"], agents=stats["agents"], outcome=outcome)
-            if outcome != "new":
-                state["merged" if outcome == "merged" else "duplicates"] += 1
-                if refused:
-                    return
-                for hook in hooks:  # optional: records whose trace is already stored (rounds need them)
-                    if hasattr(hook, "on_duplicate"):
-                        hook.on_duplicate(batch=batch, content_hash=digest, parsed=parsed, extra=extra)
-                return
-            state["imported"] += 1
-            if refused:
-                return  # nothing will be stored: read on only to report every file
-            row = trace_row(project=project, job=job, parsed=parsed, title=title, digest=digest, stats=stats)
-            writer.add(parsed, row, extra)
-
         for source in sources:
-            state["current"] = source.name
-            state["base"] = state["done"]
-            line = FileLine(file=source.name)
-            lines.append(line)
-            if source.note:
-                line.status, line.reason = COMPANION, source.note
-            else:
-                try:
-                    with contextlib.closing(_parse_source(source, format, state)) as items:
-                        for parsed, title, extra in items:
-                            accept(parsed, title, extra, line)
-                            report()
-                except TraceImportError as e:
-                    line.status, line.reason = REFUSED, _reason(str(e), source.name)
-                    refused.append(str(e))
-            state["done"] = state["base"] + source.size
-            report()
-        if refused:
-            for other in lines:
-                if other.status == IMPORTED:
-                    other.status = NOT_STORED
-            result = _result(state, lines, [])
-            raise TraceImportError(
-                refused[0] if len(refused) == 1 else f"{len(refused)} files were refused: " + "; ".join(refused),
-                result=result,
-            )
+            run.read(source, format)
+        if run.refused:
+            raise run.refuse()
         writer.finish()
-        known.store_sources(job=job)
-        for hook in hooks:
-            hook.on_finish(batch=batch)
-    report(force=True)
-    return _result(state, lines, writer.trace_ids)
+        run.known.store_sources(job=job)
+        for hook in run.hooks:
+            hook.on_finish(batch=run.batch)
+    run.report(force=True)
+    return _result(run.state, run.lines, writer.trace_ids)
 
 
 def _result(state: dict, lines: list[FileLine], trace_ids: list[int]) -> ImportResult:
