@@ -195,22 +195,9 @@ def _timing(span: Span) -> dict:
     return out
 
 
-def spans_to_trace(
-    spans: list[Span],
-    *,
-    format: str,
-    filename: str = "",
-    record: int | None = None,
-    mas_name: str = "",
-    looked_for: str = "",
-    names_agents: bool = True,
-    info: dict | None = None,
-) -> ParsedTrace:
-    """One trace's spans -> a ParsedTrace with steps that know their parent. Raises ParseError."""
-    if not spans:
-        raise ParseError(f"{format}: the record holds no spans", filename=filename, record=record)
-    trace_id = spans[0].trace
-    where = f"{format}: trace {trace_id}" if trace_id else format
+def _span_tree(spans: list[Span]) -> tuple[list[Span], dict[str, list[Span]], int]:
+    """The roots and each span's children, in time order (start, then the order read), and how many
+    spans name a parent that is not in the trace (kept as roots)."""
     ids = {s.id for s in spans}
     children: dict[str, list[Span]] = {}
     roots: list[Span] = []
@@ -228,6 +215,54 @@ def spans_to_trace(
     for kids in children.values():
         kids.sort(key=when)
     roots.sort(key=when)
+    return roots, children, orphans
+
+
+def _trace_meta(
+    spans: list[Span], steps: list, b: _Builder, info: dict, trace_id: str, orphans: int
+) -> tuple[dict, Counter]:
+    """What the trace keeps beyond its steps: span ids by step, the models and tokens, the
+    OpenTelemetry resource's service, scope, session, tags and workflow."""
+    models = Counter(st.model for st in steps if st.model)
+    meta: dict = {"source_format": "json", "spans": len(spans)}
+    # the span each step came from (position = step index): located errors given by span id
+    # (TRAIL's labels) find their step through it
+    meta["span_ids"] = [ex.get("span", "") for ex in b.extra]
+    if trace_id:
+        meta["trace_id"] = trace_id
+    if orphans:
+        meta["orphan_spans"] = orphans
+    if b.hidden:
+        meta["repeated_inputs_hidden"] = b.hidden
+    for k in ("service", "scope", "session", "tags", "workflow"):
+        if k in info:
+            meta[k] = info[k]
+    tokens_in = sum(st.input_tokens or 0 for st in steps)
+    tokens_out = sum(st.output_tokens or 0 for st in steps)
+    if len(models) > 1:  # the trace's LLM is the one that wrote most steps (the first on a tie); all are kept
+        meta["models"] = dict(models)
+    if tokens_in or tokens_out:
+        meta["tokens"] = {"input": tokens_in, "output": tokens_out}
+    return meta, models
+
+
+def spans_to_trace(
+    spans: list[Span],
+    *,
+    format: str,
+    filename: str = "",
+    record: int | None = None,
+    mas_name: str = "",
+    looked_for: str = "",
+    names_agents: bool = True,
+    info: dict | None = None,
+) -> ParsedTrace:
+    """One trace's spans -> a ParsedTrace with steps that know their parent. Raises ParseError."""
+    if not spans:
+        raise ParseError(f"{format}: the record holds no spans", filename=filename, record=record)
+    trace_id = spans[0].trace
+    where = f"{format}: trace {trace_id}" if trace_id else format
+    roots, children, orphans = _span_tree(spans)
     b = _Builder(spans)
     for root in roots:
         b.walk(root, children, "", None)
@@ -251,26 +286,7 @@ def spans_to_trace(
     for s in spans:
         for k, v in s.info.items():
             info.setdefault(k, v)
-    models = Counter(st.model for st in steps if st.model)
-    meta: dict = {"source_format": "json", "spans": len(spans)}
-    # the span each step came from (position = step index): located errors given by span id
-    # (TRAIL's labels) find their step through it
-    meta["span_ids"] = [ex.get("span", "") for ex in b.extra]
-    if trace_id:
-        meta["trace_id"] = trace_id
-    if orphans:
-        meta["orphan_spans"] = orphans
-    if b.hidden:
-        meta["repeated_inputs_hidden"] = b.hidden
-    for k in ("service", "scope", "session", "tags", "workflow"):
-        if k in info:
-            meta[k] = info[k]
-    tokens_in = sum(st.input_tokens or 0 for st in steps)
-    tokens_out = sum(st.output_tokens or 0 for st in steps)
-    if len(models) > 1:  # the trace's LLM is the one that wrote most steps (the first on a tie); all are kept
-        meta["models"] = dict(models)
-    if tokens_in or tokens_out:
-        meta["tokens"] = {"input": tokens_in, "output": tokens_out}
+    meta, models = _trace_meta(spans, steps, b, info, trace_id, orphans)
     task = str(info.get("task") or root.input_text or _first_user_message(roots, children))
     return ParsedTrace(
         format=format,
