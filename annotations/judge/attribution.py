@@ -18,11 +18,11 @@ from typing import Any
 from django.db import connection
 
 from annotations.judge.prompting import AttributionAnswer
-from annotations.labels.bulk import sql_insert
 from annotations.labels.visibility import annotations_visible_to
 from annotations.models import Attribution, JudgeRun, Rater
 from annotations.rounds.attribution.consensus import agreed_attributions
 from traces.models import Step
+from traces.sqlrows import sql_insert
 
 
 def judge_attribution_write(

@@ -54,9 +54,9 @@ from django.utils import timezone
 
 from annotations.judge import sql as judge_sql
 from annotations.judge.providers import provider_get
-from annotations.labels.bulk import sql_fetchone
 from annotations.models import JudgeItem, JudgeRun
 from traces.jobs import JobKind, job_lock, task_send
+from traces.sqlrows import sql_fetchone
 
 # The liveness lock of a whole-run task (the baseline): only its lock class and name are used
 # (traces.jobs.job_lock); the judge sweep, not the jobs sweep, looks after these runs.

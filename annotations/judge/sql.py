@@ -20,10 +20,10 @@ from decimal import Decimal
 from django.db import connection
 
 from annotations.judge.prompting import StepIn
-from annotations.labels.bulk import sql_fetchone as _fetchone
-from annotations.labels.bulk import sql_for_update as _for_update
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, ProviderConnection
 from traces.models import Step, Trace
+from traces.sqlrows import sql_fetchone as _fetchone
+from traces.sqlrows import sql_for_update as _for_update
 
 ITEM, RUN, TRACE, CACHE, CONN, STEP = (
     m._meta.db_table for m in (JudgeItem, JudgeRun, Trace, JudgeCache, ProviderConnection, Step)

@@ -49,17 +49,12 @@ from annotations.judge.dispatch import (
 )
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.secrets import secret_decrypt
-from annotations.labels.bulk import (
-    Statement,
-    machine_annotation_write,
-    sql_execute_batch,
-    sql_insert_statement,
-    sql_update_statement,
-)
+from annotations.labels.bulk import machine_annotation_write
 from annotations.models import JudgeCache, JudgeItem, JudgeRun, ProviderConnection, Rater
 from taxonomy.models import FailureMode
 from taxonomy.selectors import version_modes
 from traces.jobs import database_connection_lost
+from traces.sqlrows import Statement, sql_execute_batch, sql_insert_statement, sql_update_statement
 
 log = logging.getLogger(__name__)
 

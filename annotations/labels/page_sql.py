@@ -10,12 +10,11 @@ whether I have submitted an annotation of the trace in one more. Rules stay in t
 
 from __future__ import annotations
 
-from annotations.labels.bulk import sql_fetchone
 from annotations.labels.selectors import open_code_list
 from annotations.models import Annotation, Rater, Round, RoundAnnotator, RoundTrace
 from taxonomy.models import Taxonomy, TaxonomyVersion
 from traces.models import Membership, Project, Trace
-from traces.sqlrows import model_from_row, model_select, model_width
+from traces.sqlrows import model_from_row, model_select, model_width, sql_fetchone
 
 ANN, RATER, ROUND = (m._meta.db_table for m in (Annotation, Rater, Round))
 ROUND_TRACE, ROUND_ANNOTATOR = RoundTrace._meta.db_table, RoundAnnotator._meta.db_table

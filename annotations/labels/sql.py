@@ -21,13 +21,6 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from annotations.labels.bulk import (
-    sql_execute_batch,
-    sql_fetchone,
-    sql_for_update,
-    sql_insert_statement,
-    sql_update_statement,
-)
 from annotations.models import (
     Annotation,
     AnnotationEvent,
@@ -41,7 +34,15 @@ from annotations.models import (
 )
 from taxonomy.models import TaxonomyVersion
 from traces.models import Membership, Project, Step, Trace
-from traces.sqlrows import model_select, model_width
+from traces.sqlrows import (
+    model_select,
+    model_width,
+    sql_execute_batch,
+    sql_fetchone,
+    sql_for_update,
+    sql_insert_statement,
+    sql_update_statement,
+)
 
 ANN, RATER, ROUND, ATTR, LABEL, CODE = (
     m._meta.db_table for m in (Annotation, Rater, Round, Attribution, ModeLabel, OpenCode)
