@@ -4,8 +4,10 @@ tests/test_job_recovery.py kills the worker (kill -9) in the middle of an import
 and an LLM judge run. Here, with real processes on the test database:
 
 * the worker killed in the middle of a baseline judge run;
-* the database dropping the worker's connections in the middle of a job;
-* the broker (a private redis-server) restarted in the middle of a job, losing its messages;
+* the database dropping the worker's connections in the middle of each kind of job (an import, a
+  release build, an LLM judge run, a baseline run);
+* the broker (a private redis-server) restarted in the middle of each kind of job, losing its
+  messages;
 * a web process (gunicorn) killed in the middle of a labelling save and of a rater import.
 
 To hold a job or a request at a known point in its transaction, the test takes a lock the
@@ -15,6 +17,7 @@ the process, then lets go.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -33,13 +36,16 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from annotations.judge.runs import judge_run_create
-from annotations.models import Annotation, AnnotationEvent, JudgeItem, JudgeRun, ModeLabel, Rater
+from annotations.models import Annotation, AnnotationEvent, JudgeItem, JudgeRun, ModeLabel, Rater, Release
+from annotations.releases.services import release_create, release_dir
 from tests.annotations.conftest import make_judge_traces
 from tests.annotations.judge.test_judge_web import imported_labels
 from tests.annotations.judge.test_judge_worker import wait_for
+from tests.annotations.releases_factories import closed_round
+from tests.annotations.releases_factories import make_trace as make_release_trace
 from tests.annotations.workspace_factories import make_trace
 from tests.llm_server import LLMServer, Reply, codes_of, good_answer
-from tests.test_job_recovery import DEMO_LOG, RECOVERY, WORKER_ENV
+from tests.test_job_recovery import DEMO_LOG, RECOVERY, WORKER_ENV, no_release_folders_left  # noqa: F401
 from traces.importing.jobs import import_job_create, import_job_progress
 from traces.models import ImportJob, Trace
 
@@ -70,12 +76,15 @@ def _pg():
 @contextmanager
 def _holding(sql: str, params=()):
     """Run `sql` (a SELECT ... FOR UPDATE, a LOCK TABLE) in a transaction held open for the with-block."""
+    import psycopg
+
     conn = _pg()
     try:
         conn.execute(sql, params)
         yield conn
     finally:
-        conn.rollback()
+        with contextlib.suppress(psycopg.OperationalError):  # dropped with the others by the test
+            conn.rollback()
         conn.close()
 
 
@@ -216,6 +225,62 @@ def test_a_judge_run_whose_database_connections_drop_labels_each_trace_once(work
     assert labelled == sorted(t.pk for t in traces)
 
 
+def _big_release(project, manager, version, n: int = 200):
+    """A release of n traces of ~170 KB each, adjudicated: building it takes a few seconds."""
+    text = "Coder: writes the code again, line by line\n" * 4000
+    traces = [make_release_trace(project, raw_text=f"Planner: step {k}\n{text}") for k in range(n)]
+    closed_round(project, version, {t: {"1.3"} for t in traces})
+    return release_create(project=project, by=manager)
+
+
+def _release_building(release) -> bool:
+    r = Release.objects.get(pk=release.pk)
+    return r.status != "queued" or r.n_done > 0
+
+
+def _published_once(release, project) -> None:
+    release.refresh_from_db()
+    assert (release.status, release.number, release.error) == ("done", 1, "")
+    assert Release.objects.filter(project=project).count() == 1
+    final = release_dir(release=release)
+    assert sorted(p.name for p in final.parent.iterdir()) == ["v1"]  # no v1.building left
+    assert sorted(p.name for p in final.iterdir()) == sorted(release.files.values_list("name", flat=True))
+
+
+def test_a_release_build_whose_database_connections_drop_is_published_once(worker, project, manager, mast_version):
+    release = _big_release(project, manager, mast_version)
+    assert wait_for(lambda: _release_building(release), timeout=60, step=0.05), "the build never started"
+    _drop_database_connections()
+    assert Release.objects.get(pk=release.pk).status == "running", "the build finished before the drop: make it bigger"
+    started = time.monotonic()
+    assert wait_for(lambda: Release.objects.get(pk=release.pk).status in ("done", "failed"), timeout=RECOVERY)
+    print(f"release recovered in {time.monotonic() - started:.1f} s after the connections dropped")
+    _published_once(release, project)
+    assert Release.objects.get(pk=release.pk).attempts == 2
+
+
+def test_a_baseline_run_whose_database_connections_drop_labels_each_trace_once(worker, project, manager):
+    traces = make_judge_traces(project, 12, words="plain") + make_judge_traces(
+        project, 12, words="crash traceback", start=50
+    )
+    imported_labels(project, traces, lambda t: "crash" in t.raw_text)
+    run = judge_run_create(project=project, by=manager, provider="baseline", start=False)
+    last = JudgeItem.objects.filter(run=run).order_by("-id").first()
+    with _holding("SELECT id FROM annotations_judgeitem WHERE id = %s FOR UPDATE", [last.pk]):
+        from annotations.judge.dispatch import CELERY
+
+        CELERY.start(run.pk)
+        _wait_blocked("the baseline's batch")  # 23 traces written, the 24th waits for our lock
+        _drop_database_connections()
+    started = time.monotonic()
+    assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=RECOVERY)
+    print(f"baseline run recovered in {time.monotonic() - started:.1f} s after the connections dropped")
+    run.refresh_from_db()
+    assert (run.state, run.n_done, run.n_failed) == ("done", 24, 0)
+    labelled = sorted(Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True))
+    assert labelled == sorted(t.pk for t in traces)
+
+
 # ---------------------------------------------------------------- the broker restarts
 
 
@@ -256,18 +321,20 @@ class _Redis:
 
 
 @pytest.fixture
-def private_broker(settings):
+def private_broker(settings, monkeypatch):
     """The test's own Redis, for this process (it sends the tasks) and the worker (the caller
-    restarts it on this broker)."""
+    restarts it on this broker). Celery reads the CELERY_BROKER_URL environment variable before
+    its configuration (conftest sets it per xdist worker), so the variable is what moves."""
     from mast_site.celery import app
 
     redis = _Redis()
     redis.start()
-    before = app.conf.broker_url
-    settings.CELERY_BROKER_URL = app.conf.broker_url = redis.url
+    monkeypatch.setenv("CELERY_BROKER_URL", redis.url)
+    settings.CELERY_BROKER_URL = redis.url
     app._pool, app.amqp._producer_pool = None, None  # the next send connects to the new broker
+    assert app.conf.broker_url == redis.url
     yield redis
-    app.conf.broker_url = before
+    monkeypatch.undo()
     app._pool, app.amqp._producer_pool = None, None
     redis.kill()
 
@@ -294,6 +361,59 @@ def test_imports_survive_a_broker_restart_that_loses_their_messages(worker, priv
     first.refresh_from_db(), second.refresh_from_db()
     assert (first.status, first.n_imported, second.status, second.n_imported) == ("done", 30, "done", 5)
     assert Trace.objects.filter(project=project).count() == 35
+
+
+def _on_private_broker(worker, broker, concurrency: int = 4) -> None:
+    worker.stop()
+    worker.env["CELERY_BROKER_URL"] = broker.url
+    worker.start(concurrency=concurrency)
+
+
+def test_a_judge_run_survives_a_broker_restart_that_loses_its_messages(worker, private_broker, project, manager):
+    """The run's claimed items were messages in Redis; the restart loses them. The items' leases
+    run out and the judge sweep (sent again when the worker reconnects) claims them again."""
+    _on_private_broker(worker, private_broker)
+    server = LLMServer(default=lambda body: Reply(good_answer(codes_of(body), codes_of(body)[:1]), delay=0.3)).start()
+    try:
+        traces = make_judge_traces(project, 16)
+        run = judge_run_create(
+            project=project, by=manager, provider="openai", base_url=server.url, model="k", concurrency=4, timeout=3
+        )
+        assert wait_for(lambda: JudgeRun.objects.get(pk=run.pk).n_done >= 4, timeout=60), "the run never started"
+        private_broker.kill()
+        private_broker.start()
+        assert JudgeRun.objects.get(pk=run.pk).n_done < 16, "the run finished before the restart: make it slower"
+        started = time.monotonic()
+        assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=RECOVERY)
+        print(f"judge run recovered in {time.monotonic() - started:.1f} s after the broker restart")
+    finally:
+        server.stop()
+    run.refresh_from_db()
+    assert (run.state, run.n_done, run.n_failed) == ("done", 16, 0)
+    labelled = sorted(Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True))
+    assert labelled == sorted(t.pk for t in traces)
+
+
+def test_release_builds_survive_a_broker_restart_that_loses_their_messages(
+    worker, private_broker, project, manager, mast_version
+):
+    """One build runs while a second waits in Redis (one worker thread); Redis restarts empty. The
+    running one is published; the queued one's lost task is sent again on the reconnect."""
+    _on_private_broker(worker, private_broker, concurrency=1)
+    first = _big_release(project, manager, mast_version)
+    assert wait_for(lambda: _release_building(first), timeout=60, step=0.05), "the build never started"
+    second = release_create(project=project, by=manager, title="the second")  # same labels: a new title
+    private_broker.kill()
+    private_broker.start()
+    assert Release.objects.get(pk=second.pk).status == "queued"
+    started = time.monotonic()
+    done = ("done", "failed")
+    assert wait_for(lambda: Release.objects.get(pk=second.pk).status in done, timeout=RECOVERY), "lost in Redis"
+    assert wait_for(lambda: Release.objects.get(pk=first.pk).status in done, timeout=RECOVERY)
+    print(f"releases recovered in {time.monotonic() - started:.1f} s after the broker restart")
+    first.refresh_from_db(), second.refresh_from_db()
+    assert (first.status, first.number, second.status, second.number) == ("done", 1, "done", 2)
+    assert sorted(p.name for p in release_dir(release=second).parent.iterdir()) == ["v1", "v2"]
 
 
 # ---------------------------------------------------------------- a web process killed mid-request

@@ -10,6 +10,7 @@ the judge's leases and judge_sweep (annotations/judge/) for judge runs.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -42,6 +43,16 @@ def worker(monkeypatch, request):
     for name, value in WORKER_ENV.items():
         monkeypatch.setenv(name, value)
     return request.getfixturevalue("celery_worker_process")
+
+
+@pytest.fixture(autouse=True)
+def no_release_folders_left(settings, project):
+    """Releases live under MEDIA_ROOT/releases/<project slug>/, shared by the tests of one xdist
+    worker: each test here starts and ends without any."""
+    folder = Path(settings.MEDIA_ROOT) / "releases" / project.slug
+    shutil.rmtree(folder, ignore_errors=True)
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _restart(worker) -> float:
@@ -121,3 +132,38 @@ def test_a_judge_run_killed_midway_labels_each_trace_once_after_the_restart(work
     assert (run.state, run.n_done, run.n_failed) == ("done", 20, 0)
     labelled = sorted(Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True))
     assert labelled == sorted(t.pk for t in traces)  # one label per trace
+
+
+def test_a_judge_run_with_a_long_request_timeout_recovers_within_a_minute(worker, project, manager):
+    """A request may take the run's whole timeout (120 s here), and an item's lease used to be as
+    long: a killed worker's traces waited two minutes. A started item is leased for three
+    heartbeats and renewed by the worker while the model answers, so the dead worker's traces are
+    claimed again within seconds, and a live worker's answer slower than the lease is never asked
+    twice."""
+    worker.stop()
+    worker.env["MAST_JUDGE_HEARTBEAT"] = "0.5"  # a started item's lease: 3 x 0.5 s + the slack (3 s)
+    worker.start()
+    server = LLMServer(default=lambda body: Reply(good_answer(codes_of(body), codes_of(body)[:1]), delay=8)).start()
+    try:
+        traces = make_judge_traces(project, 8)
+        run = judge_run_create(
+            project=project, by=manager, provider="openai", base_url=server.url, model="k", concurrency=4, timeout=120
+        )
+        assert wait_for(lambda: server.n_requests >= 4, timeout=60), "the run never started"
+        time.sleep(6.5)  # the 8 s answers outlive their 4.5 s lease: only the heartbeat keeps them
+        assert (server.n_requests, JudgeRun.objects.get(pk=run.pk).n_done) == (4, 0), "a trace was asked twice"
+        assert wait_for(lambda: server.n_requests == 8, timeout=30), "the second four were never asked"
+        time.sleep(1)
+        worker.kill()  # in the middle of the second four answers
+        assert JudgeRun.objects.get(pk=run.pk).n_done == 4
+
+        started = _restart(worker)
+        assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=RECOVERY)
+        print(f"judge run (120 s timeout) recovered in {time.monotonic() - started:.1f} s after the restart")
+    finally:
+        server.stop()
+    run.refresh_from_db()
+    assert (run.state, run.n_done, run.n_failed) == ("done", 8, 0)
+    assert server.n_requests == 12  # the four the dead worker was waiting for, asked again once
+    labelled = sorted(Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True))
+    assert labelled == sorted(t.pk for t in traces)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 from celery import current_app, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, models, transaction
@@ -154,7 +155,9 @@ def database_connection_lost(exc: BaseException) -> bool:
 
     Told by the SQLSTATE anywhere in the exception's chain (class 08, connection exception; 57P,
     the server shutting down or ending the session), or, for an error without one ("the connection
-    is closed"), by this thread's connection being unusable."""
+    is closed"), by this thread's connection being unusable; psycopg's own OperationalError with no
+    SQLSTATE ("consuming input failed: server closed the connection unexpectedly", raised on a
+    connection the job opened beside Django's, such as the import's COPY writer) is always one."""
 
     seen: BaseException | None = exc
     while seen is not None:
@@ -162,6 +165,10 @@ def database_connection_lost(exc: BaseException) -> bool:
         if state and (state.startswith("08") or state.startswith("57P")):
             return True
         seen = seen.__cause__ or seen.__context__
+    if isinstance(exc, psycopg.OperationalError) and not getattr(exc, "sqlstate", None):
+        # psycopg's own connection failing under libpq (no server error to give a code): the
+        # COPY writer's connection, opened beside Django's, dropped mid-statement
+        return True
     if not isinstance(exc, OperationalError | InterfaceError) or getattr(exc.__cause__, "sqlstate", None):
         return False
     return connection.connection is None or not connection.is_usable()

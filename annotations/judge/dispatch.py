@@ -79,7 +79,19 @@ logger = logging.getLogger(__name__)
 
 
 def lease_seconds(run: JudgeRun) -> float:
+    """A claimed item's lease while it waits in the queue: long enough for a request to time out."""
     return float(run.timeout) + float(getattr(settings, "MAST_JUDGE_LEASE_SLACK", 15.0))
+
+
+def heartbeat_seconds() -> float:
+    return float(getattr(settings, "MAST_JUDGE_HEARTBEAT", 10.0))
+
+
+def running_lease_seconds() -> float:
+    """A started item's lease: renewed every heartbeat by the worker that runs it (one missed beat
+    or two are tolerated), so the item of a dead worker is claimed again this soon, whatever the
+    run's request timeout."""
+    return 3 * heartbeat_seconds() + float(getattr(settings, "MAST_JUDGE_LEASE_SLACK", 15.0))
 
 
 class Dispatcher:

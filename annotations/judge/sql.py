@@ -47,12 +47,27 @@ STEPS_OF_ITEM = (
 )
 
 
-def load_item(item_id: int) -> dict | None:
-    """The item's state and claim, its trace's content hash and steps, and its run's live fields.
+# A started item's lease becomes the running lease (dispatch.running_lease_seconds); a stale
+# duplicate of a re-claimed item (another claim number) leaves it alone.
+START_ITEM = (
+    f"UPDATE {ITEM} SET lease_until = %s"  # noqa: S608 - table names from the models
+    " WHERE id = %s AND state = %s AND claim = COALESCE(%s, claim)"
+)
 
-    The item and its steps come in one round trip (two statements in one query)."""
+
+def load_item(item_id: int, *, claim: int | None = None, lease_until: datetime | None = None) -> dict | None:
+    """The item's state and claim, its trace's content hash and steps, and its run's live fields;
+    with ``lease_until``, the item (when it is still running under ``claim``) is leased until then.
+
+    All in one round trip (the statements in one query)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"{LOAD_ITEM}; {STEPS_OF_ITEM}", [item_id, item_id])
+        if lease_until is None:
+            cursor.execute(f"{LOAD_ITEM}; {STEPS_OF_ITEM}", [item_id, item_id])
+        else:
+            lease = connection.ops.adapt_datetimefield_value(lease_until)
+            params = [lease, item_id, JudgeItem.State.RUNNING, claim, item_id, item_id]
+            cursor.execute(f"{START_ITEM}; {LOAD_ITEM}; {STEPS_OF_ITEM}", params)
+            cursor.cursor.nextset()
         row = cursor.fetchone()
         cursor.cursor.nextset()
         step_rows = cursor.fetchall()
@@ -78,6 +93,17 @@ def load_item(item_id: int) -> dict | None:
         "tokens_out": tokens_out,
         "cost": cost if isinstance(cost, Decimal) else Decimal(str(cost)),
     }
+
+
+def lease_renew(item_id: int, claim: int, lease_until: datetime) -> bool:
+    """Extend a running item's lease (the worker's heartbeat); False when it is no longer ours."""
+    lease = connection.ops.adapt_datetimefield_value(lease_until)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ITEM} SET lease_until = %s WHERE id = %s AND state = %s AND claim = %s",  # noqa: S608
+            [lease, item_id, JudgeItem.State.RUNNING, claim],
+        )
+        return cursor.rowcount == 1
 
 
 def lock_item(item_id: int) -> str | None:

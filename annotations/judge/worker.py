@@ -16,6 +16,7 @@ per worker process (``_frozen_run``): the worker's CPU per trace bounds a run's 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -23,7 +24,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
@@ -31,7 +32,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -44,8 +45,9 @@ from annotations.judge.dispatch import (
     claim_handed,
     claim_next_statement,
     finish_if_idle,
-    lease_seconds,
+    heartbeat_seconds,
     run_stop,
+    running_lease_seconds,
 )
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.secrets import secret_decrypt
@@ -109,7 +111,7 @@ class _Attempts:
         self.n = 0  # attempts made; written with the result (the claim gave the first one a fresh lease)
 
     def _renew(self, extra: float = 0.0) -> None:
-        lease = timezone.now() + timedelta(seconds=lease_seconds(self.run) + extra)
+        lease = timezone.now() + timedelta(seconds=running_lease_seconds() + extra)
         fields: dict[str, Any] = {"lease_until": lease}
         alive = JudgeItem.objects.filter(
             pk=self.item.pk, state=JudgeItem.State.RUNNING, claim=self.item.claim, run__state=JudgeRun.State.RUNNING
@@ -161,6 +163,34 @@ def _remember_dropped(run: JudgeRun, param: str) -> None:
     run.dropped_params = [*run.dropped_params, param] if param not in run.dropped_params else run.dropped_params
 
 
+@contextlib.contextmanager
+def _heartbeat(item: JudgeItem) -> Iterator[None]:
+    """While the model answers (up to the run's timeout), renew the item's lease every heartbeat
+    from a thread of its own, so the lease can stay short: a dead worker stops beating and its
+    item is claimed again within running_lease_seconds(). The thread opens a database connection
+    only when a call outlasts one heartbeat, and closes it."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(heartbeat_seconds()):
+                lease = timezone.now() + timedelta(seconds=running_lease_seconds())
+                if not judge_sql.lease_renew(item.pk, item.claim, lease):
+                    return  # released, stopped or claimed again: nothing of ours to keep alive
+        except Exception:  # noqa: BLE001 - a missed beat costs at worst a second claim, never the call
+            log.warning("judge item %s: could not renew its lease", item.pk, exc_info=True)
+        finally:
+            connections.close_all()  # this thread's connections only
+
+    thread = threading.Thread(target=beat, name=f"judge-heartbeat-{item.pk}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
 def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, api_key: str) -> base.Completion:
     provider = provider_get(run.provider)
 
@@ -179,7 +209,11 @@ def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, ap
             provider, call, messages, json_mode=json_mode, on_drop=lambda p: _remember_dropped(run, p)
         )
 
-    result = base.with_retries(once, policy=_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
+    def beating() -> base.Completion:
+        with _heartbeat(attempts.item):
+            return once()
+
+    result = base.with_retries(beating, policy=_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
     if run.json_mode is None and provider.json_mode:
         JudgeRun.objects.filter(pk=run.pk, json_mode__isnull=True).update(json_mode=True)
         run.json_mode = True
@@ -213,12 +247,16 @@ def _frozen_run(run_id: int) -> JudgeRun | None:
     return run
 
 
-def _load_item(item_id: int) -> tuple[JudgeItem, JudgeRun, str, list[prompting.StepIn]] | None:
+def _load_item(
+    item_id: int, claim: int | None = None
+) -> tuple[JudgeItem, JudgeRun, str, list[prompting.StepIn]] | None:
     """(item, run, trace content hash, steps) in one round trip plus the per-process frozen run; None if gone.
+    The item, when still running under ``claim``, gets the running lease (``running_lease_seconds``).
 
     The run is a copy of the frozen one with its live fields (state, JSON mode, spend) from the
     database, so the task may update it in memory without touching other tasks' copies."""
-    row = judge_sql.load_item(item_id)
+    lease = timezone.now() + timedelta(seconds=running_lease_seconds())
+    row = judge_sql.load_item(item_id, claim=claim, lease_until=lease)
     if row is None:
         return None
     frozen = _frozen_run(row["run_id"])
@@ -254,7 +292,7 @@ def _api_key(run: JudgeRun) -> str:
 
 def judge_item_process(*, item_id: int, claim: int | None = None, dispatcher: Dispatcher = CELERY) -> str:
     """Label one trace (idempotent). Returns what happened: done, failed, cached, skipped, stopped."""
-    loaded = _load_item(item_id)
+    loaded = _load_item(item_id, claim)
     if loaded is None:
         return "skipped"
     item, run, content_hash, steps = loaded
