@@ -157,10 +157,10 @@ def _progressed(job) -> bool:
 # ---------------------------------------------------------------- worker killed: the baseline
 
 
-def test_a_baseline_run_killed_midway_labels_each_trace_once_after_the_restart(worker, project, manager):
-    """The baseline labels every trace in one task. Before its liveness lock, a run whose worker
-    died was started again only after 10 silent minutes; now the sweep starts it again as soon as
-    the run is running and its lock is free."""
+@contextmanager
+def _baseline_blocked(project, manager):
+    """A baseline run of 24 traces started and held at its last trace (23 written in its open
+    transaction); yields (run, traces) while it waits for the test's lock."""
     traces = make_judge_traces(project, 12, words="plain") + make_judge_traces(
         project, 12, words="crash traceback", start=50
     )
@@ -172,6 +172,14 @@ def test_a_baseline_run_killed_midway_labels_each_trace_once_after_the_restart(w
 
         CELERY.start(run.pk)
         _wait_blocked("the baseline's batch")  # 23 traces written, the 24th waits for our lock
+        yield run, traces
+
+
+def test_a_baseline_run_killed_midway_labels_each_trace_once_after_the_restart(worker, project, manager):
+    """The baseline labels every trace in one task. Before its liveness lock, a run whose worker
+    died was started again only after 10 silent minutes; now the sweep starts it again as soon as
+    the run is running and its lock is free."""
+    with _baseline_blocked(project, manager) as (run, traces):
         worker.kill()
     run.refresh_from_db()
     assert run.state == "running"
@@ -260,17 +268,7 @@ def test_a_release_build_whose_database_connections_drop_is_published_once(worke
 
 
 def test_a_baseline_run_whose_database_connections_drop_labels_each_trace_once(worker, project, manager):
-    traces = make_judge_traces(project, 12, words="plain") + make_judge_traces(
-        project, 12, words="crash traceback", start=50
-    )
-    imported_labels(project, traces, lambda t: "crash" in t.raw_text)
-    run = judge_run_create(project=project, by=manager, provider="baseline", start=False)
-    last = JudgeItem.objects.filter(run=run).order_by("-id").first()
-    with _holding("SELECT id FROM annotations_judgeitem WHERE id = %s FOR UPDATE", [last.pk]):
-        from annotations.judge.dispatch import CELERY
-
-        CELERY.start(run.pk)
-        _wait_blocked("the baseline's batch")  # 23 traces written, the 24th waits for our lock
+    with _baseline_blocked(project, manager) as (run, traces):
         _drop_database_connections()
     started = time.monotonic()
     assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=RECOVERY)
