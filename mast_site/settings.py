@@ -295,6 +295,9 @@ MAST_IMPORT_MAX_ZIP_MEMBERS = env.int("MAST_IMPORT_MAX_ZIP_MEMBERS", default=200
 # A failed import whose input was fine (the worker stopped, an internal error) keeps its upload
 # this long so a manager can retry it; refused inputs are deleted at once.
 MAST_IMPORT_KEEP_FAILED_HOURS = env.float("MAST_IMPORT_KEEP_FAILED_HOURS", default=24)
+# An upload folder with no import job (its request died before committing) is removed by the
+# import sweep once nothing in it changed for this long (traces/importing/jobs.py).
+MAST_IMPORT_ORPHAN_MINUTES = env.float("MAST_IMPORT_ORPHAN_MINUTES", default=60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024**2
 

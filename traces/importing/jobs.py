@@ -266,7 +266,35 @@ def _reset_attempt(job: ImportJob) -> None:
     _progress_path(job.pk).unlink(missing_ok=True)  # the rows rolled back with the dead connection
 
 
+def _orphan_uploads(now: datetime) -> list[Path]:
+    """Upload folders with no job: their request died before it committed (a killed web process,
+    a lost database), so no job will ever read them. A folder is an orphan only when nothing in it
+    changed for MAST_IMPORT_ORPHAN_MINUTES: an upload still being written has no visible job yet."""
+    root = import_dir()
+    if not root.is_dir():
+        return []
+    numbered = {int(p.name): p for p in root.iterdir() if p.is_dir() and p.name.isdigit()}
+    known = set(ImportJob.objects.filter(pk__in=list(numbered)).values_list("pk", flat=True))
+    quiet_since = now.timestamp() - 60 * float(settings.MAST_IMPORT_ORPHAN_MINUTES)
+    orphans = []
+    for pk, folder in numbered.items():
+        if pk in known:
+            continue
+        try:
+            changed = max([folder.stat().st_mtime, *(f.stat().st_mtime for f in folder.iterdir())])
+        except OSError:  # removed meanwhile
+            continue
+        if changed < quiet_since:
+            orphans.append(folder)
+    return orphans
+
+
 def _delete_old_uploads(now: datetime) -> None:
+    """Housekeeping of the import sweep: a stopped job's upload after MAST_IMPORT_KEEP_FAILED_HOURS
+    (kept for a retry until then), and orphaned upload folders (``_orphan_uploads``)."""
+    for folder in _orphan_uploads(now):
+        logger.warning("upload folder %s has no import job (its request died); removed", folder)
+        shutil.rmtree(folder, ignore_errors=True)
     before = now - timedelta(hours=settings.MAST_IMPORT_KEEP_FAILED_HOURS)
     old = ImportJob.objects.filter(
         status=ImportJob.Status.FAILED, failure=ImportJob.Failure.STOPPED, finished_at__lt=before

@@ -204,6 +204,35 @@ def test_the_sweep_deletes_kept_uploads_after_the_keep_time(make_job, settings, 
     assert "The upload has been deleted since: upload the files again." in html
 
 
+def test_the_sweep_removes_the_upload_of_a_request_that_died_before_committing(
+    make_job, settings, project, manager, media
+):
+    """A web process killed while it stores an upload rolls its job row back, but the files it
+    wrote stay: the sweep removes such a folder once nothing in it changed for a while (a request
+    still writing has no visible job either), and never a folder whose job exists."""
+    from django.db import transaction
+
+    live = make_job()
+
+    def dead_request(name: str) -> Path:
+        with contextlib.suppress(RuntimeError), transaction.atomic():
+            job = import_job_create(project=project, by=manager, files=[SimpleUploadedFile(name, b"hello\n")])
+            raise RuntimeError("the process dies before the commit")
+        assert not ImportJob.objects.filter(pk=job.pk).exists()
+        return Path(job.upload_dir)
+
+    folder = dead_request("orphan.log")
+    assert (folder / "orphan.log").is_file()  # the half-stored upload the issue warns of
+    settings.MAST_IMPORT_ORPHAN_MINUTES = 60
+    jobs_sweep()
+    assert folder.is_dir()  # changed a moment ago: it may still be a request writing it
+
+    settings.MAST_IMPORT_ORPHAN_MINUTES = 0
+    jobs_sweep()
+    assert not folder.exists()
+    assert Path(live.upload_dir).is_dir() and ImportJob.objects.filter(pk=live.pk).exists()
+
+
 # ---------------------------------------------------------------- retry
 
 
