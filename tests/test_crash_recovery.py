@@ -414,6 +414,32 @@ def test_release_builds_survive_a_broker_restart_that_loses_their_messages(
     assert sorted(p.name for p in release_dir(release=second).parent.iterdir()) == ["v1", "v2"]
 
 
+def test_a_queued_baseline_run_survives_a_broker_restart_that_loses_its_message(
+    worker, private_broker, project, manager
+):
+    """The baseline's one start task waits in Redis behind an import (one worker thread); Redis
+    restarts empty. The judge sweep the worker sends when it reconnects starts the queued run."""
+    _on_private_broker(worker, private_broker, concurrency=1)
+    job = _big_import(project, manager, n=30, name="busy.json")
+    assert wait_for(lambda: _progressed(job), timeout=60, step=0.05), "the import never started"
+    traces = make_judge_traces(project, 12, words="plain") + make_judge_traces(
+        project, 12, words="crash traceback", start=50
+    )
+    imported_labels(project, traces, lambda t: "crash" in t.raw_text)
+    run = judge_run_create(project=project, by=manager, provider="baseline")  # its task waits in Redis
+    private_broker.kill()
+    private_broker.start()
+    assert JudgeRun.objects.get(pk=run.pk).n_done == 0
+    started = time.monotonic()
+    assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=RECOVERY), "lost in Redis"
+    print(f"baseline run recovered in {time.monotonic() - started:.1f} s after the broker restart")
+    run.refresh_from_db()
+    assert (run.state, run.n_done, run.n_failed) == ("done", 24, 0)
+    assert sorted(Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True)) == sorted(
+        t.pk for t in traces
+    )
+
+
 # ---------------------------------------------------------------- a web process killed mid-request
 
 
