@@ -237,6 +237,9 @@ class ImportJob(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     queued_at = models.DateTimeField(default=timezone.now)
     format = models.CharField(max_length=40, default="auto")
+    # "import the rest": JSONL lines that are not JSON are skipped and listed in the report
+    # instead of refusing the import (traces_import(import_rest=True)).
+    import_rest = models.BooleanField(default=False)
     upload_dir = models.CharField(max_length=500, blank=True)
     file_names = models.JSONField(default=list, blank=True)
     bytes_total = models.PositiveBigIntegerField(default=0)

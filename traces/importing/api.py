@@ -35,6 +35,7 @@ class ImportJobListApi(ProjectScopedMixin, generics.ListAPIView):
             by=request.user,
             files=data.validated_data["files"],
             format=data.validated_data["format"],
+            import_rest=data.validated_data["import_rest"],
         )
         return Response(ImportJobOut(job).data, status=status.HTTP_202_ACCEPTED)
 

@@ -46,7 +46,9 @@ def seed_frameworks(ctx) -> None:
     show the per-file report: one of every newer framework format (Claude Code session, AutoGen
     TaskResult, smolagents memory, LangGraph supervisor, Docent runs, AdaMAST JSONL) beside a
     ChatDev run's .log/.prompt/meta.txt and two MAST-Data records of one trajectory (one merged,
-    its labels kept); and one upload refused because of a file of ``[null, 3, "x"]``."""
+    its labels kept); one upload refused because of a file of ``[null, 3, "x"]``; and a Claude
+    session whose process died mid-write, imported with "import the rest" (its cut-off last line
+    listed as skipped in the report)."""
     # Imported when called: the demo module is loaded by annotations.demo, which must stay light.
     from traces.importing.jobs import import_job_create, import_job_run
     from traces.projects.services import membership_set, project_get_or_create
@@ -61,13 +63,14 @@ def seed_frameworks(ctx) -> None:
         return
     chatdev = DEMO_DATA / "chatdev" / "Weather_CLI_DemoOrg_20261130090000"
     batches = [
-        [*(FRAMEWORKS / n for n in FRAMEWORK_FILES), *sorted(chatdev.iterdir())],
-        [FRAMEWORKS / "claude_session.jsonl", FRAMEWORKS / "not_objects.json"],
+        ([*(FRAMEWORKS / n for n in FRAMEWORK_FILES), *sorted(chatdev.iterdir())], False),
+        ([FRAMEWORKS / "claude_session.jsonl", FRAMEWORKS / "not_objects.json"], False),
+        ([FRAMEWORKS / "claude_session_cut_off.jsonl"], True),
     ]
-    for paths in batches:
+    for paths, import_rest in batches:
         files = [open(p, "rb") for p in paths]  # noqa: SIM115 - closed below
         try:
-            job = import_job_create(project=project, by=manager, files=files)
+            job = import_job_create(project=project, by=manager, files=files, import_rest=import_rest)
         finally:
             for f in files:
                 f.close()

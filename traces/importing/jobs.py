@@ -91,7 +91,9 @@ def _declared_size(f: Any) -> int:
         return 0
 
 
-def import_job_create(*, project: Project, by: Any, files: list[Any], format: str = "auto") -> ImportJob:
+def import_job_create(
+    *, project: Project, by: Any, files: list[Any], format: str = "auto", import_rest: bool = False
+) -> ImportJob:
     """Save uploaded files to MEDIA_ROOT/imports/<job id>/ and queue the job (after commit).
 
     Limits the upload can be checked against without reading it are checked here, so the
@@ -113,7 +115,9 @@ def import_job_create(*, project: Project, by: Any, files: list[Any], format: st
         raise TraceImportError(f"the upload holds {total:,} bytes; the limit per import is {max_total:,} bytes")
 
     with transaction.atomic():
-        job = ImportJob.objects.create(project=project, created_by=by, format=format, bytes_total=total)
+        job = ImportJob.objects.create(
+            project=project, created_by=by, format=format, bytes_total=total, import_rest=import_rest
+        )
         folder = import_dir() / str(job.pk)
         folder.mkdir(parents=True, exist_ok=True)
         names: list[str] = []
@@ -199,6 +203,7 @@ def _import(job: ImportJob) -> None:
             by=job.created_by,
             job=job,
             progress=lambda p: _write_progress(job.pk, p),
+            import_rest=job.import_rest,
         )
     except TraceImportError as e:
         fields = {"status": ImportJob.Status.FAILED, "failure": ImportJob.Failure.REFUSED, "error": str(e)}

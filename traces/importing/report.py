@@ -33,6 +33,8 @@ class FileLine:
     agents: list[str] = field(default_factory=list)
     n_agents: int = 0
     reason: str = ""
+    # "import the rest": lines skipped because they were not JSON, each {"line", "reason"}
+    broken_lines: list[dict] = field(default_factory=list)
     _agents: set[str] = field(default_factory=set, repr=False)
 
     def add(self, *, format: str, steps: int, agents: list[str], outcome: str) -> None:
@@ -69,6 +71,14 @@ class FileLine:
         if self.skipped:
             parts.append(f"{self.skipped} skipped (already imported)")
         parts.append(f"{self.steps} steps")
+        if self.broken_lines:
+            n = len(self.broken_lines)
+            first = self.broken_lines[0]
+            parts.append(
+                f"{n} broken line{'s' if n != 1 else ''} skipped (line {first['line']}: {first['reason']}"
+                + (", ..." if n > 1 else "")
+                + ")"
+            )
         if self.n_agents:
             names = ", ".join(self.agents) + (" ..." if self.n_agents > len(self.agents) else "")
             parts.append(f"{self.n_agents} agent{'s' if self.n_agents != 1 else ''} ({names})")

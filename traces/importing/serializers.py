@@ -13,6 +13,16 @@ class ImportJobIn(serializers.Serializer):
         child=serializers.FileField(allow_empty_file=True), allow_empty=False, help_text="Trace files or .zip files."
     )
     format = serializers.ChoiceField(choices=IMPORT_FORMATS, default="auto")
+    import_rest = serializers.BooleanField(
+        default=False,
+        help_text="Import the rest: a JSONL line that is not JSON (a log whose process died mid-write) is "
+        "skipped and listed in its file's report line (broken_lines) instead of refusing the import.",
+    )
+
+
+class BrokenLineOut(serializers.Serializer):
+    line = serializers.IntegerField()
+    reason = serializers.CharField()
 
 
 class FileLineOut(serializers.Serializer):
@@ -28,6 +38,9 @@ class FileLineOut(serializers.Serializer):
     agents = serializers.ListField(child=serializers.CharField(), help_text="Up to 12 agent names.")
     n_agents = serializers.IntegerField()
     reason = serializers.CharField(help_text="Why it was refused, or what a companion file was used for.")
+    broken_lines = BrokenLineOut(
+        many=True, required=False, help_text="With import_rest: the lines skipped because they were not JSON."
+    )
 
 
 class ImportJobOut(serializers.ModelSerializer):
@@ -49,6 +62,7 @@ class ImportJobOut(serializers.ModelSerializer):
             "id",
             "status",
             "format",
+            "import_rest",
             "file_names",
             "bytes_total",
             "bytes_done",

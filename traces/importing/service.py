@@ -93,15 +93,28 @@ def traces_import(
     by: Any = None,
     job: ImportJob | None = None,
     progress: Callable[[ImportProgress], None] | None = None,
+    import_rest: bool = False,
 ) -> ImportResult:
-    """Import files, folders and zips into `project`, all or nothing. Raises TraceImportError."""
+    """Import files, folders and zips into `project`, all or nothing. Raises TraceImportError.
+
+    ``import_rest``: a JSONL line that is not JSON (a log whose process died mid-write) is skipped
+    and listed in its file's report line instead of refusing the import; every other problem still
+    refuses it, and a file whose every line is broken too."""
     if format not in IMPORT_FORMATS:
         raise TraceImportError(f"unknown format {format!r}; expected one of {', '.join(IMPORT_FORMATS)}")
     zips: list[zipfile.ZipFile] = []
     try:
         sources = sources_from_entries(collect_entries(list(paths_or_files), zips), format=format)
         with _fewer_collections():
-            return _import_sources(project=project, sources=sources, format=format, by=by, job=job, progress=progress)
+            return _import_sources(
+                project=project,
+                sources=sources,
+                format=format,
+                by=by,
+                job=job,
+                progress=progress,
+                import_rest=import_rest,
+            )
     finally:
         for zf in zips:
             zf.close()
@@ -151,8 +164,9 @@ class _Run:
         job: ImportJob | None,
         sources: list[Source],
         progress: Callable[[ImportProgress], None] | None,
+        import_rest: bool = False,
     ) -> None:
-        self.project, self.job, self.progress = project, job, progress
+        self.project, self.job, self.progress, self.import_rest = project, job, progress, import_rest
         self.total = sum(s.size for s in sources)
         self.state = {"done": 0, "base": 0, "imported": 0, "duplicates": 0, "merged": 0, "last": 0.0, "current": ""}
         self.batch = ImportBatch(project=project, by=by, job=job)
@@ -212,11 +226,13 @@ class _Run:
         if source.note:
             line.status, line.reason = COMPANION, source.note
         else:
+            broken: list[tuple[int, str]] | None = [] if self.import_rest else None
             try:
-                with contextlib.closing(_parse_source(source, format, state)) as items:
+                with contextlib.closing(_parse_source(source, format, state, broken)) as items:
                     for parsed, title, extra in items:
                         self.accept(parsed, title, extra, line)
                         self.report()
+                line.broken_lines = [{"line": n, "reason": why} for n, why in broken or ()]
             except TraceImportError as e:
                 line.status, line.reason = REFUSED, _reason(str(e), source.name)
                 self.refused.append(str(e))
@@ -243,8 +259,9 @@ def _import_sources(
     by: Any,
     job: ImportJob | None,
     progress: Callable[[ImportProgress], None] | None,
+    import_rest: bool = False,
 ) -> ImportResult:
-    run = _Run(project=project, by=by, job=job, sources=sources, progress=progress)
+    run = _Run(project=project, by=by, job=job, sources=sources, progress=progress, import_rest=import_rest)
     run.report(force=True)
     with transaction.atomic(), contextlib.ExitStack() as stack:
         with connection.cursor() as cursor:
@@ -293,18 +310,20 @@ def _format_label(parsed: ParsedTrace) -> str:
 _Item = tuple[ParsedTrace, str, dict[str, Any]]
 
 
-def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
-    """(parsed, title, extra) per trace of the source."""
+def _parse_source(
+    source: Source, format: str, state: dict, broken: list[tuple[int, str]] | None = None
+) -> Iterator[_Item]:
+    """(parsed, title, extra) per trace of the source; ``broken``: see ``traces_import(import_rest=)``."""
     name = source.name
     with source.open() as f:
         head = read_or_refuse(f, _HEAD, name)
         if not head.strip():
             raise TraceImportError(f"{name}, line 1: the file is empty")
         if format == MAST_DATA or (format == "auto" and not looks_binary(head) and is_mast_data(head)):
-            yield from _parse_mast_file(source, head, f, state)
+            yield from _parse_mast_file(source, head, f, state, broken)
             return
         if not looks_binary(head) and (span_fmt := span_format_of(head, format)) is not None:
-            yield from span_file_traces(source, span_fmt, head, f, state)  # many traces per file, streamed
+            yield from span_file_traces(source, span_fmt, head, f, state, broken)  # many traces, streamed
             return
         data = head + read_or_refuse(f, settings.MAST_IMPORT_MAX_FILE_BYTES + 1 - len(head), name)
     if len(data) > settings.MAST_IMPORT_MAX_FILE_BYTES:
@@ -314,7 +333,7 @@ def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
         return
     text = decode_text(data, name)
     try:
-        traces = parse_traces(text, format=format, filename=name)
+        traces = parse_traces(text, format=format, filename=name, broken=broken)
     except ParseError as e:
         raise TraceImportError(_where(name, e)) from None
     several = len(traces) > 1
@@ -334,7 +353,9 @@ def _parse_source(source: Source, format: str, state: dict) -> Iterator[_Item]:
         yield parsed, str(title), extra
 
 
-def _parse_mast_file(source: Source, head: bytes, f: IO[bytes], state: dict) -> Iterator[_Item]:
+def _parse_mast_file(
+    source: Source, head: bytes, f: IO[bytes], state: dict, broken: list[tuple[int, str]] | None = None
+) -> Iterator[_Item]:
     name = source.name
 
     def on_bytes(n: int) -> None:
@@ -343,8 +364,13 @@ def _parse_mast_file(source: Source, head: bytes, f: IO[bytes], state: dict) -> 
     state["done"] += len(head)
     stream = CountingReader(f, name, on_bytes)
     try:
-        for rec in iter_mast_records(PrefixedReader(head, stream), filename=name):
+        n = 0
+        for rec in iter_mast_records(PrefixedReader(head, stream), filename=name, broken=broken):
+            n += 1
             yield mast_record_trace(rec, name)
+        if n == 0 and broken:
+            line, why = broken[0]
+            raise ParseError(f"every line is broken ({len(broken)}); the first: {why}", filename=name, line=line)
     except ParseError as e:
         raise TraceImportError(_where(name, e)) from None
 

@@ -31,7 +31,12 @@ def span_format_of(head: bytes, format: str) -> TraceFormat | None:
 
 
 def span_file_traces(
-    source: Source, fmt: TraceFormat, head: bytes, f: IO[bytes], state: dict
+    source: Source,
+    fmt: TraceFormat,
+    head: bytes,
+    f: IO[bytes],
+    state: dict,
+    broken: list[tuple[int, str]] | None = None,
 ) -> Iterator[tuple[ParsedTrace, str, dict[str, Any]]]:
     name = source.name
 
@@ -42,7 +47,8 @@ def span_file_traces(
     stream = CountingReader(f, name, on_bytes)
     n = 0
     try:
-        for parsed in fmt.read(PrefixedReader(head, stream), filename=name):
+        extra = {} if broken is None else {"broken": broken}  # "import the rest" (read_spans)
+        for parsed in fmt.read(PrefixedReader(head, stream), filename=name, **extra):
             n += 1
             parsed.metadata["source_file"] = name
             root = str(parsed.metadata.pop("title", "") or "")
@@ -53,5 +59,9 @@ def span_file_traces(
         parts = [name] + ([f"record {e.record + 1}"] if e.record is not None else [])
         parts += [f"line {e.line}"] if e.line is not None else []
         raise TraceImportError(f"{', '.join(parts)}: {e.reason}") from None
+    if n == 0 and broken:
+        raise TraceImportError(
+            f"{name}, line {broken[0][0]}: every line is broken ({len(broken)}); the first: {broken[0][1]}"
+        )
     if n == 0:
         raise TraceImportError(f"{name}: {fmt.name}: the file holds no trace")

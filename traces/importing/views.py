@@ -33,9 +33,16 @@ def import_page(request, slug):
     project, role = project_get_for_user(user=request.user, slug=slug, capability="manage")
     error = ""
     fmt = request.POST.get("format", "auto")
+    import_rest = request.POST.get("import_rest") == "on"
     if request.method == "POST":
         try:
-            job = import_job_create(project=project, by=request.user, files=request.FILES.getlist("files"), format=fmt)
+            job = import_job_create(
+                project=project,
+                by=request.user,
+                files=request.FILES.getlist("files"),
+                format=fmt,
+                import_rest=import_rest,
+            )
         except TraceImportError as e:
             error = str(e)
         else:
@@ -56,6 +63,7 @@ def import_page(request, slug):
             "jobs": jobs,
             "formats": [(name, FORMAT_LABELS.get(name, name)) for name in IMPORT_FORMATS],
             "format": fmt if fmt in IMPORT_FORMATS else "auto",
+            "import_rest": import_rest,
             "error": error,
         },
         # htmx swaps only 2xx answers; a plain form post gets the honest 400

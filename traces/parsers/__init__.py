@@ -151,8 +151,18 @@ def _json_named(filename: str) -> bool:
     return filename.lower().rsplit(":", 1)[-1].endswith((".json", ".jsonl"))
 
 
-def parse_traces(text: str, *, format: str = "auto", filename: str = "", mas_name: str = "") -> list[ParsedTrace]:
-    """Every trace of one file (already decoded), in file order. Raises ParseError on bad input."""
+def parse_traces(
+    text: str,
+    *,
+    format: str = "auto",
+    filename: str = "",
+    mas_name: str = "",
+    broken: list[tuple[int, str]] | None = None,
+) -> list[ParsedTrace]:
+    """Every trace of one file (already decoded), in file order. Raises ParseError on bad input.
+
+    ``broken`` ("import the rest"): a JSONL line that is not JSON is skipped and listed there as
+    (line number, why) instead of refusing the file; a file whose every line is broken is refused."""
     if not text or not text.strip():
         raise ParseError("empty trace", filename=filename)
     text = normalise_newlines(text)
@@ -162,7 +172,7 @@ def parse_traces(text: str, *, format: str = "auto", filename: str = "", mas_nam
         raise ParseError(f"unknown format {format!r}; expected one of {', '.join(names)} or auto", filename=filename)
     obj: object = _NOT_DECODED
     if format != "plaintext" and (_json_named(filename) or json_format(format) is not None):
-        obj = _decode(text.lstrip("\ufeff"), filename)  # a .json file must be JSON: refused, line named, if not
+        obj = _decode(text.lstrip("\ufeff"), filename, broken)  # a .json file must be JSON: refused, line named
         if format == "auto":
             format = detect_json(text.lstrip("\ufeff \t\r\n")[:HEAD], filename=filename, mas_name=mas_name)
     elif format == "auto":
@@ -171,7 +181,7 @@ def parse_traces(text: str, *, format: str = "auto", filename: str = "", mas_nam
         return [_strip_nul(parse_spans(text.lstrip("\ufeff"), format=format, filename=filename))]
     if (fmt := json_format(format)) is not None:
         if obj is _NOT_DECODED:
-            obj = _decode(text.lstrip("\ufeff"), filename)
+            obj = _decode(text.lstrip("\ufeff"), filename, broken)
         result = fmt.parse_obj(obj, filename)
         traces = result if isinstance(result, list) else [result]
         if not traces:
@@ -180,7 +190,8 @@ def parse_traces(text: str, *, format: str = "auto", filename: str = "", mas_nam
     if obj is not _NOT_DECODED:
         _check_records(obj, filename)
     if format in _JSON_FORMATS and (obj is not _NOT_DECODED or looks_json(text)):
-        trace = _parse_json(text.lstrip("\ufeff"), format, filename=filename, mas_name=mas_name)
+        rest = broken is not None
+        trace = _parse_json(text.lstrip("\ufeff"), format, filename=filename, mas_name=mas_name, rest=rest)
     elif (text_fmt := text_format(format)) is not None:
         trace = text_fmt.parse(text)
     else:
@@ -197,8 +208,9 @@ def parse_traces(text: str, *, format: str = "auto", filename: str = "", mas_nam
 _NOT_DECODED = object()
 
 
-def _decode(text: str, filename: str) -> object:
-    """The JSON of a file: one document, or JSONL (a list of its lines' objects)."""
+def _decode(text: str, filename: str, broken: list[tuple[int, str]] | None = None) -> object:
+    """The JSON of a file: one document, or JSONL (a list of its lines' objects); with ``broken``,
+    JSONL lines that are not JSON objects are listed there and skipped."""
     stripped = text.lstrip()
     if stripped.startswith("{") and _looks_jsonl(stripped):
         rows = []
@@ -208,10 +220,21 @@ def _decode(text: str, filename: str) -> object:
             try:
                 row = loads(raw)
             except JSONDecodeError as e:
-                raise ParseError(f"invalid JSON: {e.msg} (column {e.colno})", filename=filename, line=n) from None
+                why = f"invalid JSON: {e.msg} (column {e.colno})"
+                if broken is None:
+                    raise ParseError(why, filename=filename, line=n) from None
+                broken.append((n, why))
+                continue
             if not isinstance(row, dict):
-                raise ParseError(f"JSONL line is {json_type(row)}, expected an object", filename=filename, line=n)
+                why = f"JSONL line is {json_type(row)}, expected an object"
+                if broken is None:
+                    raise ParseError(why, filename=filename, line=n)
+                broken.append((n, why))
+                continue
             rows.append(row)
+        if not rows and broken:
+            line, why = broken[0]
+            raise ParseError(f"every line is broken ({len(broken)}); the first: {why}", filename=filename, line=line)
         return rows
     try:
         return loads(text)
@@ -229,10 +252,11 @@ def _check_records(obj: object, filename: str) -> None:
         raise ParseError(f"the JSON is {json_type(obj)}, expected an object or a list of objects", filename=filename)
 
 
-def _parse_json(text: str, format: str, *, filename: str, mas_name: str) -> ParsedTrace:
+def _parse_json(text: str, format: str, *, filename: str, mas_name: str, rest: bool = False) -> ParsedTrace:
     stripped = text.lstrip()
     if stripped.startswith("{") and _looks_jsonl(stripped):
-        obj: object = load_jsonl(text, filename=filename)
+        # with ``rest``, _decode listed the broken lines already
+        obj: object = load_jsonl(text, filename=filename, broken=[] if rest else None)
     else:
         obj = load_json(text, filename=filename)
     # the JSON shape settles what the 64 KB head could not
@@ -261,8 +285,10 @@ def _parse_json(text: str, format: str, *, filename: str, mas_name: str) -> Pars
 
 
 def _looks_jsonl(text: str) -> bool:
+    """JSON Lines: a first line that is a whole object, and more lines (whatever they hold: a
+    broken one is named as a broken line, not as the file failing to be one document)."""
     first, _, rest = text.partition("\n")
-    return first.rstrip().endswith("}") and rest.lstrip().startswith("{")
+    return first.rstrip().endswith("}") and bool(rest.strip())
 
 
 def _strip_nul(trace: ParsedTrace) -> ParsedTrace:

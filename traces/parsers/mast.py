@@ -50,8 +50,11 @@ def is_mast_data(head: bytes) -> bool:
     return has_trace and any(k in head for k in (b'"mas_name"', b'"mast_annotation"', b'"benchmark_name"'))
 
 
-def iter_mast_records(fileobj: IO[bytes], *, filename: str = "") -> Iterator[MastRecord]:
-    """Yield records one by one from a binary file object (JSON array or JSONL)."""
+def iter_mast_records(
+    fileobj: IO[bytes], *, filename: str = "", broken: list[tuple[int, str]] | None = None
+) -> Iterator[MastRecord]:
+    """Yield records one by one from a binary file object (JSON array or JSONL); with ``broken``,
+    JSONL lines that are not JSON are listed there as (line, why) and skipped."""
     head = fileobj.read(_CHUNK)
     if isinstance(head, str):
         raise TypeError("iter_mast_records needs a binary file object")
@@ -61,7 +64,7 @@ def iter_mast_records(fileobj: IO[bytes], *, filename: str = "") -> Iterator[Mas
     if start.startswith(b"["):
         yield from _iter_array(_Prefixed(head, fileobj), filename)
     elif start.startswith(b"{"):
-        yield from _iter_jsonl(head, fileobj, filename)
+        yield from _iter_jsonl(head, fileobj, filename, broken)
     else:
         raise ParseError("not MAST-Data: expected a JSON array or JSONL", filename=filename, line=1)
 
@@ -221,7 +224,9 @@ def _scan_array(
     raise ParseError("truncated JSON: the file ends inside this record", filename=filename, record=number, line=line)
 
 
-def _iter_jsonl(head: bytes, fileobj: IO[bytes], filename: str) -> Iterator[MastRecord]:
+def _iter_jsonl(
+    head: bytes, fileobj: IO[bytes], filename: str, broken: list[tuple[int, str]] | None = None
+) -> Iterator[MastRecord]:
     number, line_no, buf, eof = 0, 0, head, False
     while not eof:
         chunk = fileobj.read(_CHUNK)
@@ -238,7 +243,11 @@ def _iter_jsonl(head: bytes, fileobj: IO[bytes], filename: str) -> Iterator[Mast
             try:
                 item = loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
-                raise ParseError(f"invalid JSON line ({e})", filename=filename, record=number, line=line_no) from None
+                why = f"invalid JSON line ({e})"
+                if broken is None:
+                    raise ParseError(why, filename=filename, record=number, line=line_no) from None
+                broken.append((line_no, why))
+                continue
             yield record_from_dict(item, number, filename=filename, line=line_no)
             number += 1
 

@@ -96,7 +96,9 @@ def load_json(text: str, *, filename: str = "") -> object:
         raise ParseError(f"invalid JSON: {e.msg} (column {e.colno})", filename=filename, line=e.lineno) from None
 
 
-def load_jsonl(text: str, *, filename: str = "") -> list:
+def load_jsonl(text: str, *, filename: str = "", broken: list[tuple[int, str]] | None = None) -> list:
+    """The values of a JSONL text's lines; a line that is not JSON is refused, naming it, or with
+    ``broken`` ("import the rest") listed there as (line, why) and skipped."""
     rows = []
     for n, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
@@ -104,7 +106,10 @@ def load_jsonl(text: str, *, filename: str = "") -> list:
         try:
             rows.append(loads(raw))
         except json.JSONDecodeError as e:
-            raise ParseError(f"invalid JSON line: {e.msg} (column {e.colno})", filename=filename, line=n) from None
+            why = f"invalid JSON line: {e.msg} (column {e.colno})"
+            if broken is None:
+                raise ParseError(why, filename=filename, line=n) from None
+            broken.append((n, why))
     return rows
 
 

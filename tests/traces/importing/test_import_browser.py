@@ -163,3 +163,25 @@ def test_the_report_table_of_a_finished_import_reads_well(
     assert "line 1: invalid JSON" in page.inner_text("tr[data-status=refused]")
     assert page.locator("tr[data-status='not stored']").count() == 1
     screenshot(page, "import-report-refused")
+
+
+def test_the_import_the_rest_checkbox_keeps_the_good_records_and_lists_the_broken_lines(
+    celery_worker_process, live_server, page, login, screenshot, project, manager, tmp_path
+):
+    from tests.traces.importing.test_import_rest import CUT
+
+    cut = tmp_path / "run.jsonl"
+    cut.write_text(CUT)
+    login(page, manager)
+    page.goto(f"{live_server.url}/p/{project.slug}/import/")
+    page.set_input_files("input[name=files]", str(cut))
+    page.check("#import-rest")
+    screenshot(page, "import-rest-checked")
+    page.click(".import-form button[type=submit]")
+
+    page.wait_for_selector("#import-job[data-status=done]", timeout=60000)
+    assert page.inner_text("[data-figure=imported]") == "2"
+    broken = page.inner_text("[data-testid=broken-lines]")
+    assert "2 broken lines skipped" in broken
+    assert "line 2: invalid JSON" in broken and "line 4: invalid JSON" in broken
+    screenshot(page, "import-rest-report")

@@ -31,7 +31,9 @@ def test_demo_seed_imports_every_framework_and_is_idempotent(project, manager):
     assert ctx.log[-1].startswith("Traces: 0 imported, 10 already there")
 
 
-def test_demo_frameworks_project_shows_a_done_and_a_refused_import(project, manager, settings, tmp_path):
+def test_demo_frameworks_project_shows_a_done_a_refused_and_an_import_the_rest_import(
+    project, manager, settings, tmp_path
+):
     from traces.importing.demo import seed_frameworks
     from traces.models import ImportJob, TraceSource
 
@@ -40,7 +42,7 @@ def test_demo_frameworks_project_shows_a_done_and_a_refused_import(project, mana
     seed_frameworks(ctx)
     seed_frameworks(ctx)  # idempotent
 
-    done, refused = ImportJob.objects.filter(project__slug="frameworks").order_by("id")
+    done, refused, rest = ImportJob.objects.filter(project__slug="frameworks").order_by("id")
     # AdaMAST's third record holds the same TaskResult as autogen_taskresult.json: merged, like the
     # second MAST-Data record of one trajectory
     assert (done.status, done.n_imported, done.n_merged) == ("done", 9, 2)
@@ -50,4 +52,7 @@ def test_demo_frameworks_project_shows_a_done_and_a_refused_import(project, mana
     assert TraceSource.objects.filter(trace__project__slug="frameworks").count() == 2
     assert (refused.status, refused.failure) == ("failed", "refused")
     assert [line["status"] for line in refused.report] == ["not stored", "refused"]
-    assert Trace.objects.filter(project__slug="frameworks").count() == 9
+    # a Claude session cut off mid-write: its four whole records kept, the cut line listed
+    assert (rest.status, rest.import_rest, rest.n_imported) == ("done", True, 1)
+    assert [b["line"] for b in rest.report[0]["broken_lines"]] == [5]
+    assert Trace.objects.filter(project__slug="frameworks").count() == 10

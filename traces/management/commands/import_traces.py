@@ -25,6 +25,11 @@ class Command(BaseCommand):
         parser.add_argument("--format", default="auto", choices=IMPORT_FORMATS)
         parser.add_argument("--name", default="", help="name of the project when it is created")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+        parser.add_argument(
+            "--import-the-rest",
+            action="store_true",
+            help="skip JSONL lines that are not JSON (a log cut off mid-write), listing each, instead of refusing",
+        )
 
     def handle(self, *paths, **opts):
         project, created = project_get_or_create(slug=opts["project"], name=opts["name"] or opts["project"])
@@ -33,7 +38,13 @@ class Command(BaseCommand):
         bar = None if opts["no_progress"] else _Bar(self.stderr)
         started = time.monotonic()
         try:
-            result = traces_import(project=project, paths_or_files=opts["paths"], format=opts["format"], progress=bar)
+            result = traces_import(
+                project=project,
+                paths_or_files=opts["paths"],
+                format=opts["format"],
+                progress=bar,
+                import_rest=opts["import_the_rest"],
+            )
         except TraceImportError as e:
             if bar:
                 bar.end()
@@ -54,6 +65,8 @@ class Command(BaseCommand):
         """One line per file, the same lines the job page and the API show."""
         for line in files:
             self.stdout.write("  " + FileLine(**line).summary())
+            for broken in line.get("broken_lines") or ():
+                self.stdout.write(f"    skipped line {broken['line']}: {broken['reason']}")
 
 
 class _Bar:

@@ -145,8 +145,11 @@ class _Grouper:
                 yield trace
 
 
-def read_spans(fileobj: IO[bytes], *, format: str, filename: str = "") -> Iterator[ParsedTrace]:
-    """Every trace of a span file (binary file object), in the order the traces start."""
+def read_spans(
+    fileobj: IO[bytes], *, format: str, filename: str = "", broken: list[tuple[int, str]] | None = None
+) -> Iterator[ParsedTrace]:
+    """Every trace of a span file (binary file object), in the order the traces start; with
+    ``broken``, JSONL lines that are not JSON are listed there as (line, why) and skipped."""
     if format not in SNIFF:
         raise ValueError(f"not a span format: {format}")
     _words, framework, looked_for = SNIFF[format]
@@ -170,7 +173,7 @@ def read_spans(fileobj: IO[bytes], *, format: str, filename: str = "") -> Iterat
 
     grouper = _Grouper(build, filename)
     order = 0
-    for record, obj in _records(fileobj, filename):
+    for record, obj in _records(fileobj, filename, broken):
         if not isinstance(obj, dict):
             raise ParseError(
                 f"{label}: record is {type(obj).__name__}, expected an object", filename=filename, record=record
@@ -264,7 +267,9 @@ def _loads(raw: bytes | str) -> object:
 _WRAPPERS = ("data", "runs", "traces", "items")
 
 
-def _records(fileobj: IO[bytes], filename: str) -> Iterator[tuple[int, object]]:
+def _records(
+    fileobj: IO[bytes], filename: str, broken: list[tuple[int, str]] | None = None
+) -> Iterator[tuple[int, object]]:
     head = fileobj.read(_CHUNK)
     start = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     while b"\n" not in start and len(head) < _WHOLE_LIMIT:  # a first line longer than a chunk (OTLP batches)
@@ -277,7 +282,7 @@ def _records(fileobj: IO[bytes], filename: str) -> Iterator[tuple[int, object]]:
         raise ParseError("the file is empty", filename=filename, line=1)
     first_line = start.split(b"\n", 1)[0].rstrip()
     if start[:1] == b"{" and first_line.endswith(b"}") and _is_object(first_line):
-        yield from _jsonl(head, fileobj, filename)
+        yield from _jsonl(head, fileobj, filename, broken)
         return
     rest = fileobj.read(_WHOLE_LIMIT)
     data = head + rest
@@ -347,7 +352,9 @@ class _Chain(io.RawIOBase):
         return self.fileobj.read(n if n and n > 0 else _CHUNK)
 
 
-def _jsonl(head: bytes, fileobj: IO[bytes], filename: str) -> Iterator[tuple[int, object]]:
+def _jsonl(
+    head: bytes, fileobj: IO[bytes], filename: str, broken: list[tuple[int, str]] | None = None
+) -> Iterator[tuple[int, object]]:
     buf, line_no, record, eof = head, 0, 0, False
     while not eof:
         chunk = fileobj.read(_CHUNK)
@@ -364,6 +371,10 @@ def _jsonl(head: bytes, fileobj: IO[bytes], filename: str) -> Iterator[tuple[int
             try:
                 obj = _loads(raw)
             except (ValueError, UnicodeDecodeError) as e:
-                raise ParseError(f"invalid JSON line ({e})", filename=filename, record=record, line=line_no) from None
+                why = f"invalid JSON line ({e})"
+                if broken is None:
+                    raise ParseError(why, filename=filename, record=record, line=line_no) from None
+                broken.append((line_no, why))
+                continue
             yield record, obj
             record += 1
