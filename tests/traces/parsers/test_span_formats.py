@@ -290,3 +290,71 @@ def test_a_span_arriving_after_its_trace_was_emitted_is_refused_not_split(monkey
     lines.append(_chat_line("t0", "late", "root", "late child"))
     with pytest.raises(ParseError, match=r"^far.jsonl, record 6: span late of trace t0 comes long after"):
         list(span_format("otlp").read(io.BytesIO("\n".join(lines).encode()), filename="far.jsonl"))
+
+
+def _ls_span(span_id: str, parent: str, name: str, kind: str, prompt: object, completion: object, **extra) -> dict:
+    """A span as LangSmith's OpenTelemetry exporter (langsmith OTELExporter) writes it: the run's
+    inputs and outputs as JSON strings in plain gen_ai.prompt / gen_ai.completion."""
+    attrs = {"langsmith.span.kind": kind, "langsmith.trace.name": "weather agent", **extra}
+    if prompt is not None:
+        attrs["gen_ai.prompt"] = json.dumps(prompt)
+    if completion is not None:
+        attrs["gen_ai.completion"] = json.dumps(completion)
+    return {
+        "traceId": "ls1",
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": str(1_700_000_000_000_000_000 + int(span_id[1:]) * 1000),
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()],
+    }
+
+
+def _lc(cls: str, content: str, **kw) -> dict:
+    return {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", cls],
+            "kwargs": {"content": content, **kw}}  # fmt: skip
+
+
+def test_langsmith_otel_exporter_content_in_plain_gen_ai_prompt_and_completion():
+    node = {"langsmith.metadata.langgraph_node": "researcher"}
+    call = {"name": "search", "args": {"q": "weather in Lyon"}, "id": "call_1", "type": "tool_call"}
+    spans = [
+        _ls_span("s1", "", "LangGraph", "chain", {"messages": [["user", "Weather in Lyon?"]]}, {"messages": []}),
+        _ls_span("s2", "s1", "researcher", "chain", {"messages": []}, {"messages": []}, **node),
+        _ls_span(
+            "s3", "s2", "ChatOpenAI", "llm",
+            {"messages": [[_lc("HumanMessage", "Weather in Lyon?")]]},
+            {"generations": [[{"text": "", "message": _lc("AIMessage", "", tool_calls=[call])}]]},
+            **node,
+        ),  # fmt: skip
+        _ls_span("s4", "s2", "search", "tool", {"input": "weather in Lyon"}, {"output": "Sunny, 21 C"}, **node),
+        _ls_span(
+            "s5", "s2", "ChatOpenAI", "llm",
+            {"messages": [[_lc("HumanMessage", "Weather?"), _lc("ToolMessage", "Sunny", tool_call_id="call_1")]]},
+            {"generations": [[{"text": "It is sunny in Lyon.", "message": _lc("AIMessage", "It is sunny in Lyon.")}]]},
+            **node,
+        ),  # fmt: skip
+    ]
+    data = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+    (trace,) = list(span_format("otlp").read(io.BytesIO(data), filename="langsmith_otel.json"))
+
+    assert "researcher" in agents(trace)
+    calls = [s for s in trace.steps if s.kind == "tool_call" and "search" in s.content]
+    assert calls and all(s.agent == "researcher" and "weather in Lyon" in s.content for s in calls)
+    output = step(trace, "researcher", "tool_output", "Sunny, 21 C")
+    assert trace.steps[output.parent].kind == "tool_call"
+    step(trace, "researcher", "message", "It is sunny in Lyon.")
+    assert all("unknown" not in s.content for s in trace.steps)
+
+
+def test_langsmith_otel_exporter_plain_text_prompt_is_kept_as_written():
+    spans = [_ls_span("s1", "", "answer", "llm", None, None)]
+    spans[0]["attributes"] += [
+        {"key": "gen_ai.prompt", "value": {"stringValue": "What is 2 + 2?"}},
+        {"key": "gen_ai.completion", "value": {"stringValue": "4"}},
+        {"key": "gen_ai.agent.name", "value": {"stringValue": "calculator"}},
+    ]
+    data = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
+    (trace,) = list(span_format("otlp").read(io.BytesIO(data), filename="plain.json"))
+    texts = " ".join(s.content for s in trace.steps)
+    assert "What is 2 + 2?" in texts and "4" in texts

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from traces.parsers.base import ParseError
 from traces.parsers.spans.conventions import chat_message
-from traces.parsers.spans.model import AGENT, CHAIN, LLM, TOOL, Msg, Span, as_int, as_text, epoch
+from traces.parsers.spans.model import AGENT, CHAIN, LLM, TOOL, Msg, Span, as_int, as_text, decode_json, epoch
 
 LOOKED_FOR = "runs with inputs/outputs (llm messages or generations, tool input/output)"
 _LC_ROLES = {
@@ -176,3 +176,54 @@ def _from_kwargs(kw: dict, role: str) -> Msg:
             "tool_call_id": kw.get("tool_call_id"),
         }
     )
+
+
+_OTEL_KINDS = {"llm": LLM, "chat_model": LLM, "tool": TOOL, "chain": CHAIN}
+
+
+def otel_run_io(span: Span, attrs: dict) -> None:
+    """LangSmith's OpenTelemetry exporter (langsmith ``OTELExporter``): a run's inputs and outputs
+    are plain ``gen_ai.prompt`` / ``gen_ai.completion`` attributes holding the run's JSON
+    (``{"messages": [[...]]}`` with ``{"generations": [[...]]}`` for a chat model, any dict for a
+    chain or tool), its type in ``langsmith.span.kind``. Read only where no other convention gave
+    the span content; text that is not JSON is kept as it is."""
+    if span.inputs or span.outputs or span.input_text or span.output_text:
+        return
+    raw_in, raw_out = attrs.get("gen_ai.prompt"), attrs.get("gen_ai.completion")
+    if not isinstance(raw_in, str | dict | list) and not isinstance(raw_out, str | dict | list):
+        return
+    inputs, outputs = decode_json(raw_in), decode_json(raw_out)
+    kind = _OTEL_KINDS.get(str(attrs.get("langsmith.span.kind") or "").lower())
+    if kind is not None and span.kind == CHAIN:
+        span.kind = kind
+    node = str(attrs.get("langsmith.metadata.langgraph_node") or "")
+    if span.kind == CHAIN and node and node == span.name:  # a LangGraph node: an agent's turn
+        span.kind, span.agent = AGENT, span.agent or node
+    if span.kind == TOOL:
+        span.tool_name = span.tool_name or span.name
+    if isinstance(inputs, list) and inputs and all(isinstance(m, dict) for m in inputs):
+        inputs = {"messages": inputs}
+    if isinstance(inputs, dict) and isinstance(outputs, dict | type(None)) and (
+        "messages" in inputs or "prompts" in inputs or "generations" in (outputs or {})
+    ):
+        _llm(span, inputs, outputs or {})
+        choices = (outputs or {}).get("choices")
+        if not span.outputs and isinstance(choices, list):  # an OpenAI chat completion
+            span.outputs = [
+                chat_message({"role": "assistant", **c["message"]})
+                for c in choices
+                if isinstance(c, dict) and isinstance(c.get("message"), dict)
+            ]
+        if span.inputs or span.outputs:
+            if span.kind == CHAIN:
+                span.kind = LLM
+            return
+    text_in = _value_text(inputs) if isinstance(inputs, dict) else as_text(raw_in) if raw_in else ""
+    text_out = _value_text(outputs) if isinstance(outputs, dict) else as_text(raw_out) if raw_out else ""
+    if span.kind == LLM:  # a model's prompt and answer as text: one message each
+        span.inputs = [Msg("user", text_in)] if text_in else []
+        span.outputs = [Msg("assistant", text_out)] if text_out else []
+    elif span.kind == TOOL:  # the tool's arguments and its result
+        span.tool_args, span.output_text = span.tool_args or text_in, text_out
+    else:
+        span.input_text, span.output_text = text_in, text_out

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from traces.parsers.base import ParseError
 from traces.parsers.spans.conventions import fill
+from traces.parsers.spans.langsmith import otel_run_io
 from traces.parsers.spans.model import Span, epoch
 
 _ERROR_CODES = (2, "2", "STATUS_CODE_ERROR", "ERROR")
@@ -122,6 +123,7 @@ def _span(raw: dict, resource: dict, scope: str, *, filename: str, record: int, 
         if isinstance(e, dict)
     ]
     fill(span, {**resource, **attrs}, events)
+    otel_run_io(span, attrs)  # LangSmith's exporter: the run's JSON in plain gen_ai.prompt/completion
     if scope:
         span.info.setdefault("scope", scope)
         if fw := framework_of(scope):
