@@ -170,6 +170,9 @@ class Step(models.Model):
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    # Whom the step addresses, where the format names it (ParsedStep.recipient); "" otherwise
+    # (the COPY of steps without one omits the column).
+    recipient = models.CharField(max_length=200, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["trace", "index"]

@@ -404,6 +404,11 @@ class TraceViewer {
     card.style.setProperty("--h", String(Number(s.hue)));
     const head = el("header", "tv-step-head");
     if (s.agent) head.appendChild(el("span", "tv-agent", s.agent));
+    if (s.recipient) {
+      const to = el("span", "tv-recipient", `\u2192 ${s.recipient}`);
+      to.title = "addressed to";
+      head.appendChild(to);
+    }
     const kind = el("span", "tv-kind", KIND_LABELS[s.kind] || s.kind);
     kind.classList.add(`tv-kind-${String(s.kind).replace(/[^a-z_]/g, "")}`);
     head.appendChild(kind);

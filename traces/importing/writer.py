@@ -178,7 +178,8 @@ class TraceWriter:
                         )
                     )
             tree = any(_has_tree(p.parsed) for p in pending)
-            columns = _STEP_COLUMNS + _TREE_COLUMNS if tree else _STEP_COLUMNS
+            addressed = any(st.recipient for p in pending for st in p.parsed.steps)
+            columns = (_STEP_COLUMNS + _TREE_COLUMNS if tree else _STEP_COLUMNS) + (("recipient",) if addressed else ())
             with _copy(pg, Step._meta.db_table, columns) as copy:
                 write = copy.write_row
                 for trace_id, p in zip(ids, pending, strict=True):
@@ -193,7 +194,9 @@ class TraceWriter:
                             st.line_end,
                             st.details,
                         )
-                        write(row + _tree_values(st) if tree else row)
+                        if tree:
+                            row += _tree_values(st)
+                        write(row + (st.recipient[:200],) if addressed else row)
         return ids
 
 

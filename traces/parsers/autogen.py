@@ -56,7 +56,8 @@ def _message(item: dict) -> Message | None:
         return Message(agent, "tool_output", "\n".join(parts) or json_text(content), role, details)
     if mtype == "HandoffMessage":
         target = text(item.get("target"))
-        return Message(agent, "message", text_of(content), f"handoff -> {target}" if target else "handoff", details)
+        role = f"handoff -> {target}" if target else "handoff"
+        return Message(agent, "message", text_of(content), role, details, recipient=target)
     if mtype == "ToolCallSummaryMessage":
         return Message(agent, "tool_output", text_of(content), "tool summary", details)
     if mtype == "ThoughtEvent":

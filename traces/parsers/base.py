@@ -33,6 +33,9 @@ class ParsedStep:
     output_tokens: int | None = None
     started_at: str = ""  # ISO 8601, UTC, as the span gives it
     duration_ms: int | None = None
+    # Whom the step addresses, where the format says so (Who&When's "Orchestrator (-> WebSurfer)",
+    # a handoff's target): the agent it hands work to. The text keeps the addressee as written.
+    recipient: str = ""
 
 
 @dataclass

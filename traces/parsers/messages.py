@@ -11,6 +11,8 @@ from traces.parsers.render import Message, render, text_of
 
 TERMINAL_AGENTS = frozenset({"computer_terminal", "computerterminal", "code_executor", "executor"})
 _ROLE_SUFFIX = re.compile(r"\s*\(.*\)\s*$")
+# Who&When's Magentic-One roles name the addressee: "Orchestrator (-> WebSurfer)"
+_ADDRESSEE = re.compile(r"\(\s*->\s*([^()]+?)\s*\)\s*$")
 _CODE_FENCE = re.compile(r"```(?:python|py|sh|bash|shell)?\s*\n")
 
 
@@ -60,7 +62,8 @@ def to_messages(items: list, *, filename: str = "") -> list[Message]:
             raise ParseError(
                 f"message {n + 1} has no role, name or content (keys: {keys}): not a chat message", filename=filename
             )
-        msgs.append(Message(agent, kind_of(agent, role, content, item), content, role))
+        to = _ADDRESSEE.search(role)
+        msgs.append(Message(agent, kind_of(agent, role, content, item), content, role, recipient=to[1] if to else ""))
     # code followed by its execution output: a tool call and a tool output. MathChat's
     # proxy answers code with bare results ("29.0"), so an executor's reply counts too.
     for prev, nxt in zip(msgs, msgs[1:], strict=False):

@@ -21,6 +21,7 @@ class Message:
     content: str
     role: str = ""
     details: dict = field(default_factory=dict)  # ParsedStep.details
+    recipient: str = ""  # ParsedStep.recipient
 
 
 _PART_NAMES = {
@@ -85,7 +86,7 @@ def render(messages: list[Message], *, first_line: int = 1) -> tuple[str, list[P
         body = normalise_newlines(msg.content).rstrip()
         block = f"### {label}\n{body}" if body else f"### {label}"
         end = line + block.count("\n")
-        steps.append(ParsedStep(i, msg.agent, msg.kind, block, line, end, msg.details))
+        steps.append(ParsedStep(i, msg.agent, msg.kind, block, line, end, msg.details, recipient=msg.recipient))
         blocks.append(block)
         line = end + 2
     return "\n\n".join(blocks), steps

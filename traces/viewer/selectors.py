@@ -213,7 +213,7 @@ def trace_get(*, project: Project, pk: int) -> Trace:
 
 
 # a span step's parent, model, tokens and timing come along (null / "" on flat traces)
-STEP_WINDOW_FIELDS = ("id", "trace_id", "index", "agent", "kind", "content", "line_start", "line_end")
+STEP_WINDOW_FIELDS = ("id", "trace_id", "index", "agent", "recipient", "kind", "content", "line_start", "line_end")
 STEP_WINDOW_FIELDS += Step.TREE_FIELDS
 
 
@@ -280,6 +280,7 @@ class StepView:
     hue: int
     lines: list[tuple[int, str]]  # the lines rendered now (the head when collapsed)
     collapsed: bool
+    recipient: str = ""
 
     @property
     def n_lines(self) -> int:
@@ -309,6 +310,8 @@ class StepView:
         engine cost the labelling page ~0.2 ms a step. Every piece of text goes through escape()."""
         classes = "tv-step" + (" is-collapsed" if self.collapsed else "") + (" no-agent" if self.hue < 0 else "")
         agent = f'<span class="tv-agent">{escape(self.agent)}</span>' if self.agent else ""
+        if self.recipient:
+            agent += f' <span class="tv-recipient" title="addressed to">\u2192 {escape(self.recipient)}</span>'
         expand = (
             f'<button type="button" class="tv-expand btn btn-small">Show all {self.n_lines} lines</button>'
             if self.collapsed
@@ -345,6 +348,7 @@ def step_view(step: Step, *, hue: int | None = None) -> StepView:
         hue=agent_hue(step.agent) if hue is None else hue,
         lines=list(enumerate(shown, start=step.line_start)),
         collapsed=collapsed,
+        recipient=step.recipient,
     )
 
 

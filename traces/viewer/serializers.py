@@ -93,8 +93,22 @@ class StepOut(serializers.ModelSerializer):
 
     class Meta:
         model = Step
-        fields = ["id", "index", "agent", "kind", "line_start", "line_end", "content", "hue", *Step.TREE_FIELDS]
-        extra_kwargs = {"parent_index": {"help_text": "index of the parent step (span-based formats), null at the top"}}
+        fields = [
+            "id",
+            "index",
+            "agent",
+            "recipient",
+            "kind",
+            "line_start",
+            "line_end",
+            "content",
+            "hue",
+            *Step.TREE_FIELDS,
+        ]
+        extra_kwargs = {
+            "parent_index": {"help_text": "index of the parent step (span-based formats), null at the top"},
+            "recipient": {"help_text": "whom the step addresses, where the format names it; empty otherwise"},
+        }
 
     def get_hue(self, step: Step) -> int:
         hues = self.context.get("hues")

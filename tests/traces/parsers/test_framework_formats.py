@@ -283,3 +283,21 @@ def test_a_langgraph_thread_state_is_read_for_its_messages(shape):
 def test_json_nested_200000_levels_deep_is_bad_input_naming_the_file(text):
     with pytest.raises(ParseError, match=r"deep.json, line 1: invalid JSON: nested too deeply"):
         parse_traces(text, filename="deep.json")
+
+
+def test_who_and_when_magentic_one_roles_name_the_agent_and_its_addressee():
+    record = {
+        "question": "How many stops?",
+        "history": [
+            {"role": "human", "content": "How many stops?"},
+            {"role": "Orchestrator (thought)", "content": "We need the timetable."},
+            {"role": "Orchestrator (-> WebSurfer)", "content": "Open the line's timetable."},
+            {"role": "WebSurfer", "content": "The line has 12 stops."},
+        ],
+        "mistake_agent": "WebSurfer",
+        "mistake_step": "3",
+    }
+    (trace,) = parse_traces(json.dumps(record), filename="whowhen.json")
+    rows = [(s.agent, s.recipient) for s in trace.steps]
+    assert rows == [("human", ""), ("Orchestrator", ""), ("Orchestrator", "WebSurfer"), ("WebSurfer", "")]
+    assert "Orchestrator (-> WebSurfer)" in trace.steps[2].content  # the text keeps the addressee

@@ -358,3 +358,10 @@ def test_langsmith_otel_exporter_plain_text_prompt_is_kept_as_written():
     (trace,) = list(span_format("otlp").read(io.BytesIO(data), filename="plain.json"))
     texts = " ".join(s.content for s in trace.steps)
     assert "What is 2 + 2?" in texts and "4" in texts
+
+
+def test_a_handoff_step_names_its_recipient():
+    _fmt, (trace,) = read("openai_agents_trace.json")
+    handoff = step(trace, "Triage", "system", "handoff: Triage -> Researcher")
+    assert handoff.recipient == "Researcher"
+    assert {s.recipient for s in trace.steps} == {"", "Researcher", "Analyst"}  # only the two handoffs name one

@@ -74,6 +74,7 @@ class _Builder:
             self.emit(
                 src, "system", f"handoff: {src or '?'} -> {span.target or '?'}", "handoff", anchor, **_timing(span)
             )
+            self.msgs[-1].recipient = span.target or ""
         elif kind == GUARDRAIL:
             text = span.output_text or span.input_text
             self.emit(
