@@ -10,17 +10,24 @@ An ActionStep becomes up to four steps: the model output (a message, with ``toke
 call per ``tool_calls`` entry, the ``observations`` (tool output) and its ``error``.
 
 Agents: the wrapper's name; a bare list is one agent called "agent" (smolagents' memory does not
-name it). With several agents whose steps carry timing, steps are ordered by start time, so the
+name it). A manager's memory names its managed agents where their reports come back ("Here is the
+final answer from your managed agent 'search_agent': ..."): the report is that agent's step,
+addressed to the manager, and the call that handed it the work (by name, or in a code agent's code)
+has it as recipient. With several agents whose steps carry timing, steps are ordered by start time, so the
 manager's call to a managed agent is followed by that agent's steps.
 """
 
 from __future__ import annotations
+
+import re
 
 from traces.parsers.base import ParsedTrace, ParseError
 from traces.parsers.render import Message, text_of
 from traces.parsers.shapes import as_dict, as_list, build_trace, call_text, json_text, rows_of, text, usage_details
 
 LABEL = "smolagents memory steps"
+# What smolagents' managed-agent wrapper returns to its manager (prompt template managed_agent.report)
+_REPORT = re.compile(r"^Here is the final answer from your managed agent '([^'\n]+)':", re.M)
 
 
 def sniff(head: str) -> bool:
@@ -48,7 +55,26 @@ def _details(step: dict) -> dict:
     return usage_details(usage, timestamp=start, duration_ms=duration_ms)
 
 
-def _step_messages(agent: str, step: dict) -> list[Message]:
+def _managed_agents(agents: list[tuple[str, list]]) -> set[str]:
+    """The managed agents whose reports a manager's observations hold."""
+    names: set[str] = set()
+    for _agent, steps in agents:
+        for step in steps:
+            if isinstance(step, dict) and isinstance(step.get("observations"), str):
+                names.update(_REPORT.findall(step["observations"]))
+    return names
+
+
+def _called(managed: set[str], name: str, arguments: object) -> str:
+    """The managed agent a tool call hands work to: called by name (a tool-calling manager), or
+    called in the code a code agent runs (``search_agent(task=...)``); "" for an ordinary tool."""
+    if name in managed:
+        return name
+    code = text_of(arguments)
+    return next((m for m in sorted(managed) if re.search(rf"\b{re.escape(m)}\s*\(", code)), "")
+
+
+def _step_messages(agent: str, step: dict, managed: frozenset[str] | set[str] = frozenset()) -> list[Message]:
     if "system_prompt" in step:
         return [Message(agent, "system", text_of(step["system_prompt"]), "system prompt")]
     if "task" in step and "step_number" not in step:
@@ -66,9 +92,16 @@ def _step_messages(agent: str, step: dict) -> list[Message]:
     for call in as_list(step.get("tool_calls")):
         c = as_dict(call)
         fn = as_dict(c.get("function")) or c
-        out.append(Message(agent, "tool_call", call_text(text(fn.get("name")), fn.get("arguments")), ""))
+        name, arguments = text(fn.get("name")), fn.get("arguments")
+        to = _called(set(managed), name, arguments) if managed else ""
+        out.append(Message(agent, "tool_call", call_text(name, arguments), "", recipient=to))
     if step.get("observations") not in (None, ""):
-        out.append(Message(agent, "tool_output", text_of(step["observations"]), "observations"))
+        observations = text_of(step["observations"])
+        report = _REPORT.search(observations)
+        if report:  # a managed agent's answer: its own words, handed to its manager
+            out.append(Message(report[1], "message", observations, "report to manager", recipient=agent))
+        else:
+            out.append(Message(agent, "tool_output", observations, "observations"))
     error = step.get("error")
     if error:
         e = as_dict(error)
@@ -105,6 +138,7 @@ def _agents(obj: object, filename: str) -> tuple[list[tuple[str, list]], dict]:
 
 def parse_smolagents(obj: object, filename: str = "") -> ParsedTrace:
     agents, meta = _agents(obj, filename)
+    managed = _managed_agents(agents)
     timed: list[tuple[float, int, list[Message]]] = []
     order = 0
     for agent, steps in agents:
@@ -123,7 +157,7 @@ def parse_smolagents(obj: object, filename: str = "") -> ParsedTrace:
             else:
                 following = start
         for step, start in zip(steps, starts, strict=True):
-            timed.append((start if start is not None else float("inf"), order, _step_messages(agent, step)))
+            timed.append((start if start is not None else float("inf"), order, _step_messages(agent, step, managed)))
             order += 1
     if len(agents) > 1 and any(t[0] != float("inf") for t in timed):
         timed.sort(key=lambda t: (t[0], t[1]))

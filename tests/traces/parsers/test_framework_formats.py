@@ -301,3 +301,47 @@ def test_who_and_when_magentic_one_roles_name_the_agent_and_its_addressee():
     rows = [(s.agent, s.recipient) for s in trace.steps]
     assert rows == [("human", ""), ("Orchestrator", ""), ("Orchestrator", "WebSurfer"), ("WebSurfer", "")]
     assert "Orchestrator (-> WebSurfer)" in trace.steps[2].content  # the text keeps the addressee
+
+
+def test_smolagents_manager_memory_names_its_managed_agents():
+    """A CodeAgent manager's memory (agent.memory.get_full_steps()): it calls its managed agent in
+    code, and the agent's answer comes back in the observations through smolagents' managed-agent
+    report template."""
+    report = (
+        "Execution logs:\nHere is the final answer from your managed agent 'search_agent':\n"
+        "### 1. Task outcome (short version):\nThe Eiffel Tower is 330 m tall.\n"
+        "\nLast output from code snippet:\nNone"
+    )
+    memory = [
+        {"system_prompt": "You are an expert assistant who can solve any task using code blobs."},
+        {"task": "How tall is the Eiffel Tower?"},
+        {
+            "step_number": 1,
+            "model_output": "Thought: ask my search agent.\n<code>search_agent(task='Eiffel Tower height')</code>",
+            "tool_calls": [
+                {"id": "call_1", "type": "function",
+                 "function": {"name": "python_interpreter", "arguments": "search_agent(task='Eiffel Tower height')"}}
+            ],
+            "observations": report,
+            "timing": {"start_time": 1.0, "end_time": 9.0},
+            "token_usage": {"input_tokens": 900, "output_tokens": 40},
+        },
+        {
+            "step_number": 2,
+            "model_output": "<code>final_answer('330 m')</code>",
+            "tool_calls": [{"id": "call_2", "type": "function",
+                            "function": {"name": "python_interpreter", "arguments": "final_answer('330 m')"}}],
+            "observations": "Execution logs:\nLast output from code snippet:\n330 m",
+            "is_final_answer": True,
+            "action_output": "330 m",
+        },
+    ]  # fmt: skip
+    (trace,) = parse_traces(json.dumps(memory), filename="manager_memory.json")
+    agents = {s.agent for s in trace.steps}
+    assert "search_agent" in agents
+    call = next(s for s in trace.steps if s.kind == "tool_call" and "search_agent(" in s.content)
+    assert (call.agent, call.recipient) == ("agent", "search_agent")
+    answer = next(s for s in trace.steps if s.agent == "search_agent")
+    assert answer.recipient == "agent" and "330 m tall" in answer.content
+    plain = next(s for s in trace.steps if s.kind == "tool_call" and "final_answer" in s.content)
+    assert plain.recipient == ""

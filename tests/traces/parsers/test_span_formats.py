@@ -365,3 +365,46 @@ def test_a_handoff_step_names_its_recipient():
     handoff = step(trace, "Triage", "system", "handoff: Triage -> Researcher")
     assert handoff.recipient == "Researcher"
     assert {s.recipient for s in trace.steps} == {"", "Researcher", "Analyst"}  # only the two handoffs name one
+
+
+def _trail_span(span_id: str, name: str, kind: str, attrs: dict, children: list) -> dict:
+    return {
+        "span_id": span_id,
+        "parent_span_id": None,
+        "span_name": name,
+        "span_kind": "Internal",
+        "timestamp": f"2025-03-10T10:00:0{span_id[-1]}.000000Z",
+        "duration": "PT1S",
+        "status_code": "Unset",
+        "span_attributes": {"openinference.span.kind": kind, **attrs},
+        "child_spans": children,
+    }
+
+
+def test_trail_smolagents_run_spans_take_the_agents_names_from_their_attributes():
+    """OpenInference's smolagents instrumentation names agent spans after the class
+    (``CodeAgent.run``); the manager lists its managed agents, and a managed agent's task names it
+    (smolagents' managed_agent task template)."""
+    managed_task = (
+        "You're a helpful agent named 'search_agent'.\nYou have been submitted this task by your manager.\n"
+        "---\nTask:\nFind the tower's height.\n---"
+    )
+    answer = {"llm.output_messages.0.message.role": "assistant"}
+    search = _trail_span("s3", "ToolCallingAgent.run", "AGENT", {"input.value": json.dumps({"task": managed_task})}, [
+        _trail_span("s4", "LiteLLMModel.__call__", "LLM",
+                    {**answer, "llm.output_messages.0.message.content": "It is 330 m tall."}, []),
+    ])  # fmt: skip
+    manager = _trail_span("s1", "CodeAgent.run", "AGENT", {
+        "smolagents.task": "How tall is the Eiffel Tower?",
+        "smolagents.managed_agents.0.name": "search_agent",
+        "smolagents.managed_agents.0.description": "Searches the web.",
+    }, [
+        _trail_span("s2", "LiteLLMModel.__call__", "LLM",
+                    {**answer, "llm.output_messages.0.message.content": "I will ask search_agent."}, []),
+        search,
+    ])  # fmt: skip
+    trace = parse_trail({"trace_id": "trail-7", "spans": [manager]})
+    names = agents(trace)
+    assert "manager" in names and "search_agent" in names
+    assert not any(n.endswith(".run") for n in names)
+    step(trace, "search_agent", "message", "It is 330 m tall.")

@@ -22,6 +22,8 @@ completion``, ``input.value`` / ``output.value``, ``tool.name``, ``agent.name``,
 
 from __future__ import annotations
 
+import re
+
 from traces.parsers.spans.model import (
     AGENT,
     CHAIN,
@@ -80,7 +82,7 @@ def _openinference(span: Span, a: dict) -> None:
     span.kind = _OI_KINDS.get(kind, span.kind)
     span.agent = span.agent or _str(a.get("agent.name")) or _str(a.get("graph.node.id"))
     if span.kind == AGENT and not span.agent:
-        span.agent = span.name
+        span.agent = _smolagents_agent(span.name, a) or span.name
     span.model = span.model or _str(a.get("llm.model_name"))
     span.input_tokens = _first_int(span.input_tokens, a.get("llm.token_count.prompt"))
     span.output_tokens = _first_int(span.output_tokens, a.get("llm.token_count.completion"))
@@ -98,6 +100,29 @@ def _openinference(span: Span, a: dict) -> None:
         span.input_text = ""
     if span.kind == LLM and (span.inputs or span.outputs):
         span.input_text = span.output_text = ""  # the messages say it; input.value is the same payload as JSON
+
+
+# smolagents' managed-agent task template: "You're a helpful agent named '{{name}}'."
+_NAMED_IN_TASK = re.compile(r"You're a helpful agent named '([^'\n]+)'")
+_SMOLAGENTS_RUN = re.compile(r"^(\w+Agent)\.run$")
+
+
+def _smolagents_agent(span_name: str, a: dict) -> str:
+    """The agent of a smolagents run span (OpenInference's smolagents instrumentation names it
+    ``CodeAgent.run`` / ``ToolCallingAgent.run``): a managed agent by the name its manager's task
+    gives it; the manager, which lists its managed agents, as "manager"; else the agent's class."""
+    run = _SMOLAGENTS_RUN.match(span_name)
+    if not run:
+        return ""
+    task = _str(a.get("smolagents.task"))
+    if not task:
+        value = decode_json(a.get("input.value"))
+        task = _str(value.get("task")) if isinstance(value, dict) else _str(value)
+    if named := _NAMED_IN_TASK.search(task):
+        return named[1]
+    if a.get("smolagents.managed_agents.0.name"):
+        return "manager"
+    return run[1]
 
 
 def _oi_messages(a: dict, prefix: str) -> list[Msg]:
