@@ -15,6 +15,7 @@ class AnnotationsConfig(AppConfig):
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.labels.imported_attribution import GroundTruthAttributionHook
         from annotations.labels.trace_state import labelling_annotations
+        from annotations.releases.imported import ReleaseLabelsHook
         from annotations.releases.jobs import RELEASE_JOBS
         from annotations.rounds.imported import MastHumanRoundsHook
         from annotations.rounds.taxonomy_users import version_used_by_managed_round
@@ -31,6 +32,7 @@ class AnnotationsConfig(AppConfig):
         job_kind_register(RELEASE_JOBS)  # the sweep recovers release builds whose worker died (traces/jobs.py)
         register_import_hook(MastHumanRoundsHook())  # human-labelled records -> closed calibration rounds
         register_import_hook(GroundTruthAttributionHook())  # Who&When / TRAIL ground truth -> a source rater
+        register_import_hook(ReleaseLabelsHook())  # a release imported again: agreed labels and raters back
         trace_label_state_register(labelling_annotations)  # the trace list's "labelled"
         # the project home page's "where the work stands" panel (annotations/status.py)
         project_status_register(key="loop", fn=project_status, template="annotations/_status.html", order=10)

@@ -42,20 +42,26 @@ def mast_data_rater() -> Rater:
     return rater
 
 
+def from_a_release(extra: dict) -> bool:
+    """A record of a MAST Studio release (its ``mast_studio`` says how its labels were agreed)."""
+    studio = extra.get("mast_studio")
+    return isinstance(studio, dict) and "final_source" in studio
+
+
 class MastDataJudgeHook:
     """Stores MAST-Data's ``mast_annotation`` as the "MAST-Data judge" rater's labels."""
 
     def on_trace(self, *, batch: Any, trace_id: int, parsed: Any, extra: dict) -> None:
         labels = extra.get("mast_annotation")
-        if not labels:
-            return
+        if not labels or from_a_release(extra):
+            return  # a release's mast_annotation are its agreed labels (annotations.releases.imported)
         batch.state.setdefault(_STATE_KEY, []).append(
             (trace_id, labels, {"file": extra.get("source_file", ""), "record": extra.get("record_number")})
         )
 
     def on_duplicate(self, *, batch: Any, content_hash: str, parsed: Any, extra: dict) -> None:
         labels = extra.get("mast_annotation")
-        if labels:
+        if labels and not from_a_release(extra):
             source = {"file": extra.get("source_file", ""), "record": extra.get("record_number"), "merged": True}
             batch.state.setdefault(_STATE_KEY + ".dup", []).append((content_hash, labels, source))
 

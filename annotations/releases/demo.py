@@ -1,15 +1,23 @@
 """Demo step: release v1 of the demo project from the agreed labels of its finished round(s),
 with whatever LLM judge and MAST-Data judge labels exist, so the Releases tab has downloadable
-files and the Analytics tab has data. Idempotent: a re-run builds nothing when the labels a
-release would hold have not changed since the last one.
+files and the Analytics tab has data; then that release's JSONL imported into a second project,
+"Demo: a release come back", where it is a closed round named after the release and its raters
+are imported raters. Idempotent: a re-run builds nothing when the labels a release would hold
+have not changed since the last one.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
 
 from annotations.models import Release
 from annotations.releases.selectors import release_inputs_fingerprint
 from annotations.releases.services import release_build, release_create
 from annotations.rounds.agreed import agreed_adjudications
+from traces.importing.service import traces_import
+from traces.projects.services import membership_set, project_get_or_create
 
 
 def seed(ctx) -> None:
@@ -32,3 +40,14 @@ def seed(ctx) -> None:
     )
     release = release_build(release_id=release.pk)
     ctx.say(f"Releases: built v{release.number} ({release.n_traces} traces, zip + JSONL/CSV/Parquet + card)")
+    _come_back(ctx, release)
+
+
+def _come_back(ctx, release: Release) -> None:
+    """The release's JSONL imported into its own project, as a team that receives it would."""
+    manager = ctx.users["manager"]
+    copy, _ = project_get_or_create(slug="release-back", name="Demo: a release come back", by=manager)
+    membership_set(project=copy, user=manager, role="manager")
+    jsonl = Path(settings.MEDIA_ROOT) / release.files.get(kind="jsonl").path
+    result = traces_import(project=copy, paths_or_files=[jsonl], by=manager)
+    ctx.say(f"Releases: v{release.number} imported into {copy.slug} ({result.imported} traces, its agreed labels back)")

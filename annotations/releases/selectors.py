@@ -159,6 +159,7 @@ class ReleaseSpec:
     evidence: bool = False
     trace_text: bool = True
     name: str = ""
+    number: int | None = None
 
     @classmethod
     def from_release(cls, release: Release) -> ReleaseSpec:
@@ -175,6 +176,7 @@ class ReleaseSpec:
             evidence=bool(o.get("evidence")),
             trace_text=bool(o.get("trace_text", True)),
             name=f"{release.project.slug} v{release.number}",
+            number=release.number,
         )
 
 
@@ -448,6 +450,8 @@ def release_records(
                 "final_basis": mode_basis,
                 "attribution": attributions.get(tid),
             }
+            if spec.number is not None:  # where the labels come from, when the file is imported again
+                studio["release"] = {"project": spec.project.slug, "number": spec.number}
             r.raters_out(studio, raters, extra.get(tid, {}))
             r.count(t, labels, has_consensus)
             yield {

@@ -119,6 +119,7 @@ def mast_record_trace(rec: MastRecord, name: str) -> tuple[ParsedTrace, str, dic
         "mast_annotation": rec.mast_annotation,
         "round": rec.round,
         "annotations": rec.annotations,
+        "mast_studio": rec.studio,
     }
     return parsed, clean_title(title or f"record {rec.number}"), extra
 

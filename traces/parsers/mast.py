@@ -37,6 +37,9 @@ class MastRecord:
     mast_annotation: dict[str, int | None] | None
     round: str | int | None  # "Round 1", ..., "Generlazability" (sic) in the human-labelled file
     annotations: list[dict] | None
+    # A MAST Studio release's own fields (``mast_studio``: final_source, final_basis, raters, judge,
+    # release); a JSON string in Parquet. None in MAST-Data's own files.
+    studio: dict | None = None
 
 
 def is_mast_data(head: bytes) -> bool:
@@ -315,7 +318,18 @@ def record_from_dict(item: object, number: int, *, filename: str = "", line: int
         mast_annotation=annotation_values(item.get("mast_annotation"), number, filename),
         round=rnd if isinstance(rnd, str | int) or rnd is None else str(rnd),
         annotations=annotations,
+        studio=_studio(item.get("mast_studio")),
     )
+
+
+def _studio(value: object) -> dict | None:
+    """A release record's ``mast_studio`` (an object, or its JSON text in Parquet); None when absent."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
 
 
 def parse_mast_record(rec: MastRecord) -> ParsedTrace:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.models import Release
+from annotations.models import Release, Round
 from annotations.releases.demo import seed
 from tests.annotations.releases_factories import annotate, closed_round, decisions, make_trace, other_rater
 
@@ -30,6 +30,9 @@ def test_demo_seed_builds_v1_and_is_idempotent(project, manager, mast_version):
     seed(Ctx(project, manager))
     seed(Ctx(project, manager))
     assert list(Release.objects.values_list("number", "status")) == [(1, "done")]
+    # the release came back into a project of its own: its agreed labels as a closed round
+    back = Round.objects.get(project__slug="release-back")
+    assert (back.name, back.state, back.adjudications.count()) == ("release v1 of demo", "closed", 14)
 
 
 def test_demo_seed_builds_v2_after_labels_change(project, manager, mast_version):

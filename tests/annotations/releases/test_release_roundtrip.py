@@ -1,7 +1,8 @@
 """Round trip: a release's JSONL imported into a new project gives the same traces and labels.
 
-Traces are imported with the real importer (traces_import); MAST-Data records' mast_annotation
-become the "MAST-Data judge" rater's labels in the new project.
+Traces are imported with the real importer (traces_import); a release's agreed labels come back
+as agreed labels (a closed round named after the release), its raters' as imported raters, and
+releasing the new project gives the same labels again.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import pytest
 from django.conf import settings
 
 from annotations.labels.imported import MAST_DATA_RATER
-from annotations.models import ModeLabel
+from annotations.models import Adjudication, Annotation, ModeLabel, Rater, Round
 from annotations.releases.services import release_build, release_create
 from tests.annotations.releases_factories import closed_round
 from tests.factories import ProjectFactory
+from traces.importing.results import TraceImportError
 from traces.importing.service import traces_import
 from traces.models import Trace
+from traces.projects.services import membership_set
 
 pytestmark = pytest.mark.django_db
 
@@ -68,18 +71,85 @@ def test_reimported_release_has_the_same_traces(exported, mast_version):
         assert c.external_id == t.external_id  # the source's own id, never the database id
 
 
-def test_reimported_release_has_the_same_labels(exported, mast_version):
+def _annotations(jsonl: Path) -> dict[str, dict]:
+    return {
+        r["mast_studio"]["content_hash"]: r["mast_annotation"] for r in map(json.loads, jsonl.read_text().splitlines())
+    }
+
+
+def test_reimported_release_keeps_its_agreed_labels_as_agreed_labels_with_provenance(exported, mast_version):
+    traces, jsonl = exported
+    target = ProjectFactory(slug="copy", taxonomy_version=mast_version)
+    traces_import(project=target, paths_or_files=[jsonl])
+
+    (rnd,) = Round.objects.filter(project=target)
+    assert (rnd.name, rnd.state) == ("release v1 of demo", "closed")
+    assert rnd.imported_from.startswith("release v1 of demo")
+    got: dict[str, dict[str, int]] = {}
+    for digest, code, decision in Adjudication.objects.filter(round=rnd).values_list(
+        "trace__content_hash", "mode__code", "decision"
+    ):
+        got.setdefault(digest, {})[code] = int(decision == "present")
+    records = _annotations(jsonl)
+    assert got == {h: {c: v for c, v in labels.items() if v is not None} for h, labels in records.items()}
+    # not the MAST-Data judge's: those are a dataset's judge, these were agreed by people
+    assert not Annotation.objects.filter(trace__project=target, rater__name=MAST_DATA_RATER).exists()
+
+
+def test_exporting_the_reimported_release_gives_the_same_labels(exported, mast_version, manager):
     _traces, jsonl = exported
     target = ProjectFactory(slug="copy", taxonomy_version=mast_version)
     traces_import(project=target, paths_or_files=[jsonl])
-    source = {t.content_hash: t for t in Trace.objects.filter(project=exported[0][0].project)}
-    records = {
-        r["mast_studio"]["content_hash"]: r["mast_annotation"] for r in map(json.loads, jsonl.read_text().splitlines())
-    }
-    assert set(records) == set(source)
-    got: dict[str, dict[str, int]] = {}
-    for digest, code, decision in ModeLabel.objects.filter(
-        annotation__trace__project=target, annotation__rater__name=MAST_DATA_RATER
-    ).values_list("annotation__trace__content_hash", "mode__code", "decision"):
-        got.setdefault(digest, {})[code] = int(decision == "present")
-    assert got == {h: {c: v for c, v in labels.items() if v is not None} for h, labels in records.items()}
+    membership_set(project=target, user=manager, role="manager")
+    again = release_build(release_id=release_create(project=target, by=manager, enqueue=False).pk)
+    second = Path(settings.MEDIA_ROOT) / again.files.get(kind="jsonl").path
+    assert _annotations(second) == _annotations(jsonl)
+    studio = json.loads(second.read_text().splitlines()[0])["mast_studio"]
+    assert studio["release"] == {"project": "copy", "number": 1}
+
+
+def test_a_release_with_raters_brings_them_back_as_imported_raters(project, mast_version, manager):
+    from tests.annotations.releases_factories import annotate, decisions, make_trace, other_rater
+
+    t1 = make_trace(project, mas_name="ChatDev", llm_name="gpt-4o")
+    closed_round(project, mast_version, {t1: {"1.3"}})
+    annotate(t1, other_rater("lab B"), mast_version, decisions(mast_version, {"1.3", "2.2"}))
+    release = release_build(
+        release_id=release_create(project=project, by=manager, enqueue=False, options={"raters": True}).pk
+    )
+    jsonl = Path(settings.MEDIA_ROOT) / release.files.get(kind="jsonl").path
+    target = ProjectFactory(slug="copy", taxonomy_version=mast_version)
+    traces_import(project=target, paths_or_files=[jsonl])
+    rater = Rater.objects.get(name="lab B (release v1 of demo)")
+    assert rater.kind == "imported"
+    present = set(
+        ModeLabel.objects.filter(annotation__rater=rater, decision="present").values_list("mode__code", flat=True)
+    )
+    assert present == {"1.3", "2.2"}
+
+
+def test_a_release_whose_modes_the_project_lacks_is_refused_naming_them(exported, manager):
+    _traces, jsonl = exported
+    target = ProjectFactory(slug="copy")
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    lines[0]["mast_annotation"]["9.9"] = 1
+    jsonl.write_text("\n".join(json.dumps(r) for r in lines))
+    with pytest.raises(TraceImportError, match=r"modes 9\.9 are not in"):
+        traces_import(project=target, paths_or_files=[jsonl])
+    assert not Round.objects.filter(project=target).exists()
+
+
+def test_the_release_round_shows_on_the_rounds_pages(exported, mast_version, manager, client):
+    from django.urls import reverse
+
+    _traces, jsonl = exported
+    target = ProjectFactory(slug="copy", taxonomy_version=mast_version)
+    traces_import(project=target, paths_or_files=[jsonl])
+    membership_set(project=target, user=manager, role="manager")
+    rnd = Round.objects.get(project=target)
+    client.force_login(manager)
+    listing = client.get(reverse("annotations:round_list", args=["copy"]))
+    assert listing.status_code == 200 and "release v1 of demo" in listing.content.decode()
+    for name in ("annotations:round_detail", "annotations:round_report"):
+        page = client.get(reverse(name, args=["copy", rnd.pk]))
+        assert page.status_code == 200, (name, page.status_code)
