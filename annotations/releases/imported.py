@@ -22,11 +22,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.utils import timezone
-
 from annotations.labels.bulk import LabelSet, labels_bulk_write
 from annotations.labels.imported import from_a_release
 from annotations.models import Adjudication, Rater, Round, RoundTrace
+from annotations.rounds.imported import closed_round_record
 from taxonomy.models import FailureMode
 from taxonomy.services import taxonomy_seed_mast
 from traces.importing.results import TraceImportError
@@ -86,24 +85,12 @@ def _check_codes(extra: dict, mode_ids: dict[str, int], version: Any) -> None:
 
 
 def _agreed_round(project: Any, version: Any, mode_ids: dict, source: str, records: list, by: Any) -> None:
-    now = timezone.now()
     rnd = Round.objects.filter(project=project, name=source, imported_from__startswith=source).first()
     if rnd is None:
-        rnd = Round(
-            project=project,
-            name=source,
-            taxonomy_version=version,
-            state=Round.State.CLOSED,
-            sampling={"method": "imported", "source": source},
-            reveal_in_review=True,
-            imported_from=f"{source}: {records[0][1].get('source_file', '')}",
-            created_by=by if getattr(by, "pk", None) else None,
-            opened_at=now,
-            review_at=now,
-            closed_at=now,
+        imported_from = f"{source}: {records[0][1].get('source_file', '')}"
+        rnd = closed_round_record(
+            project=project, name=source, version=version, source=source, imported_from=imported_from, by=by
         )
-        rnd.full_clean()
-        rnd.save()
     have = set(RoundTrace.objects.filter(round=rnd).values_list("trace_id", flat=True))
     new = [(t, extra) for t, extra in records if t not in have]
     RoundTrace.objects.bulk_create(

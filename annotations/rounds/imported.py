@@ -190,6 +190,16 @@ def _imported_round(project: Project, name: str, version: TaxonomyVersion, sourc
         again = Round.objects.filter(project=project, name=name).first()
         if again is not None:
             return again
+    return closed_round_record(
+        project=project, name=name, version=version, source=source, imported_from=f"{SOURCE}: {source}", by=by
+    )
+
+
+def closed_round_record(
+    *, project: Project, name: str, version: TaxonomyVersion, source: str, imported_from: str, by=None
+) -> Round:
+    """A round that happened elsewhere, written in its final state (closed): an import records
+    decisions that were made; it does not replay the draft -> open -> review -> closed workflow."""
     now = timezone.now()
     rnd = Round(
         project=project,
@@ -199,8 +209,8 @@ def _imported_round(project: Project, name: str, version: TaxonomyVersion, sourc
         sampling={"method": "imported", "source": source},
         reveal_in_review=True,
         closed_with_majority=True,
-        imported_from=f"{SOURCE}: {source}",
-        created_by=by,
+        imported_from=imported_from,
+        created_by=by if getattr(by, "pk", None) else None,
         opened_at=now,
         review_at=now,
         closed_at=now,
