@@ -50,6 +50,8 @@ const MAX_LINES = 8000; // rendered lines kept in the DOM at once (about)
 const COLLAPSE_OVER = 40;
 const COLLAPSED_HEAD = 12;
 const EXPAND_MAX = 3000; // an expanded step shows at most this many lines; the raw view has the rest
+// A longer line (a 40 MB blob on one line) is shown a piece at a time (LINE_PIECE in traces/viewer/selectors.py).
+const LINE_PIECE = 20000;
 const KIND_LABELS = {
   message: "Message",
   tool_call: "Tool call",
@@ -63,6 +65,23 @@ function el(tag, className, text) {
   if (className) node.className = className;
   if (text !== undefined && text !== null) node.textContent = String(text);
   return node;
+}
+
+/** The control after the piece of a long line on show (the server renders the same: long_line_control). */
+function longControl(offset, length) {
+  const end = Math.min(offset + LINE_PIECE, length);
+  const fmt = (n) => n.toLocaleString("en-US");
+  const span = el("span", "tv-long muted small", ` characters ${fmt(offset + 1)}\u2013${fmt(end)} of ${fmt(length)} `);
+  span.dataset.length = String(length);
+  for (const [to, label] of [["prev", "previous"], ["next", "next"], ["end", "end"]]) {
+    const b = el("button", "tv-long-go btn btn-small", label);
+    b.type = "button";
+    b.dataset.to = to;
+    b.disabled = to === "prev" ? offset === 0 : end >= length;
+    span.appendChild(b);
+    span.appendChild(document.createTextNode(" "));
+  }
+  return span;
 }
 
 function escapeRegExp(s) {
@@ -439,7 +458,14 @@ class TraceViewer {
       const ln = el("span", "tv-ln", first + k);
       ln.setAttribute("aria-hidden", "true");
       line.appendChild(ln);
-      line.appendChild(el("span", "tv-tx", text));
+      if (text.length > LINE_PIECE) {
+        const tx = el("span", "tv-tx", text.slice(0, LINE_PIECE));
+        tx.dataset.offset = "0";
+        line.appendChild(tx);
+        line.appendChild(longControl(0, text.length));
+      } else {
+        line.appendChild(el("span", "tv-tx", text));
+      }
       frag.appendChild(line);
     });
     pre.replaceChildren(frag);
@@ -452,6 +478,30 @@ class TraceViewer {
     if (!s || s.index !== i) throw new Error(`Step ${i} not found`);
     this.content.set(i, s.content);
     return s.content;
+  }
+
+  /** The text of raw-text line `lineNo` of step i (its content, fetched once, split once). */
+  async lineText(i, lineNo, lineStart) {
+    if (!this.lineCache || this.lineCache.step !== i) {
+      const content = await this.stepContent(i);
+      this.lineCache = { step: i, lines: content.split("\n") };
+    }
+    return this.lineCache.lines[lineNo - lineStart] || "";
+  }
+
+  /** Show another piece of a long line: `to` is "prev", "next", "end" or a character offset. */
+  async showLinePiece(card, row, to) {
+    const tx = row.querySelector(".tv-tx");
+    const text = await this.lineText(Number(card.dataset.step), Number(row.dataset.line), Number(card.dataset.lineStart));
+    const last = Math.floor(Math.max(text.length - 1, 0) / LINE_PIECE) * LINE_PIECE;
+    const now = Number(tx.dataset.offset || 0);
+    let offset = typeof to === "number" ? to : to === "prev" ? now - LINE_PIECE : to === "next" ? now + LINE_PIECE : last;
+    offset = Math.min(Math.max(0, Math.floor(offset / LINE_PIECE) * LINE_PIECE), last);
+    tx.textContent = text.slice(offset, offset + LINE_PIECE);
+    tx.dataset.offset = String(offset);
+    const control = row.querySelector(".tv-long");
+    if (control) control.replaceWith(longControl(offset, text.length));
+    this.highlightStep(card);
   }
 
   async expandStep(card, expand = true) {
@@ -741,6 +791,12 @@ class TraceViewer {
     const card = e.target.closest(".tv-step");
     if (!card) return;
     const i = Number(card.dataset.step);
+    const piece = e.target.closest(".tv-long-go");
+    if (piece) {
+      const row = piece.closest(".tv-line");
+      this.showLinePiece(card, row, piece.dataset.to).catch((err) => this.showError(err));
+      return;
+    }
     const expand = e.target.closest(".tv-expand");
     if (expand) {
       this.expandStep(card, card.classList.contains("is-collapsed")).catch((err) => this.showError(err));
@@ -950,6 +1006,12 @@ class TraceViewer {
     if (card.classList.contains("is-collapsed") && hit.line >= Number(card.dataset.lineStart) + COLLAPSED_HEAD) {
       await this.expandStep(card, true);
     }
+    const row = card.querySelector(`.tv-line[data-line="${hit.line}"]`);
+    const piece = row && row.querySelector(".tv-tx[data-offset]");
+    if (piece) {
+      const off = Number(piece.dataset.offset);
+      if (hit.col < off || hit.col >= off + piece.textContent.length) await this.showLinePiece(card, row, hit.col);
+    }
     for (const old of this.stepsEl.querySelectorAll("mark.tv-hit.is-current")) old.classList.remove("is-current");
     const mark = card.querySelector(`.tv-line[data-line="${hit.line}"] mark[data-col="${hit.col}"]`);
     if (mark) {
@@ -993,6 +1055,7 @@ class TraceViewer {
       const tx = row.querySelector(".tv-tx");
       if (!tx || tx.querySelector("mark")) continue;
       const text = tx.textContent;
+      const offset = Number(tx.dataset.offset || 0); // a piece of a long line starts there
       const frag = document.createDocumentFragment();
       let last = 0;
       re.lastIndex = 0;
@@ -1001,7 +1064,7 @@ class TraceViewer {
         if (m[0].length === 0) break;
         if (m.index > last) frag.appendChild(document.createTextNode(text.slice(last, m.index)));
         const mark = el("mark", "tv-hit", m[0]);
-        mark.dataset.col = String(m.index);
+        mark.dataset.col = String(offset + m.index);
         frag.appendChild(mark);
         last = m.index + m[0].length;
       }

@@ -16,6 +16,7 @@ from traces.models import Step, Trace
 from traces.viewer.selectors import JUMP_BEFORE, JUMP_LINES, JUMP_STEPS, trace_steps_window
 
 SEARCH_MAX_HITS = 2000
+_AROUND = 400  # characters on each side of a hit that its snippet may use
 SEARCH_MIN_CHARS = 2
 
 
@@ -64,10 +65,17 @@ def trace_search(*, trace: Trace, q: str, max_hits: int = SEARCH_MAX_HITS) -> Se
             if nl:
                 line_no += nl
                 line_pos = content.rfind("\n", 0, m.start()) + 1
-            line_end = content.find("\n", m.start())
-            line_text = content[line_pos : line_end if line_end != -1 else len(content)]
+            # the snippet needs the hit's surroundings only: never the whole of a 40 MB line
+            lo = max(line_pos, m.start() - _AROUND)
+            hi = content.find("\n", m.start(), m.end() + _AROUND)
+            line_text = content[lo : hi if hi != -1 else min(len(content), m.end() + _AROUND)]
             col = m.start() - line_pos
-            hits.append(SearchHit(step=index, line=line_no, col=col, snippet=_snippet(line_text, col, len(q))))
+            snippet = _snippet(line_text, m.start() - lo, len(q))
+            if lo > line_pos and not snippet.startswith("…"):
+                snippet = "…" + snippet
+            if hi == -1 and m.end() + _AROUND < len(content) and not snippet.endswith("…"):
+                snippet += "…"
+            hits.append(SearchHit(step=index, line=line_no, col=col, snippet=snippet))
     return SearchResult(q=q, hits=hits, truncated=False)
 
 

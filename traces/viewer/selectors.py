@@ -37,6 +37,10 @@ JUMP_BEFORE = 3
 JUMP_STEPS = 24
 JUMP_LINES = 400
 RAW_PAGE_LINES = 1000
+# A line longer than this (a 40 MB JSON blob on one line) is shown a piece at a time: the page
+# renders its first LINE_PIECE characters and a control; trace-viewer.js shows the other pieces
+# (previous, next, end) and the piece a search hit is in. Keep in step with LINE_PIECE there.
+LINE_PIECE = 20_000
 COLLAPSE_OVER_LINES = 40  # longer steps show their first COLLAPSED_HEAD lines and a "show all"
 COLLAPSED_HEAD = 12
 
@@ -268,6 +272,19 @@ def trace_agent_hues(*, trace: Trace) -> dict[str, int]:
     return agent_hues(Step.objects.filter(trace=trace).values_list("agent", flat=True).distinct().order_by())
 
 
+def long_line_control(offset: int, length: int) -> str:
+    """The control after the piece of a long line on show (trace-viewer.js builds the same)."""
+    end = min(offset + LINE_PIECE, length)
+    first, last = (" disabled" if offset == 0 else ""), (" disabled" if end >= length else "")
+    return (
+        f'<span class="tv-long muted small" data-length="{int(length)}">'
+        f" characters {offset + 1:,}\u2013{end:,} of {length:,} "
+        f'<button type="button" class="tv-long-go btn btn-small" data-to="prev"{first}>previous</button> '
+        f'<button type="button" class="tv-long-go btn btn-small" data-to="next"{last}>next</button> '
+        f'<button type="button" class="tv-long-go btn btn-small" data-to="end"{last}>end</button></span>'
+    )
+
+
 @dataclass(frozen=True)
 class StepView:
     """A step as the viewer template renders it: numbered lines, collapsed when long."""
@@ -297,7 +314,12 @@ class StepView:
         return mark_safe(  # noqa: S308 - every piece of text below goes through escape()
             "".join(
                 f'<span class="tv-line" data-line="{no}"><span class="tv-ln" aria-hidden="true">{no}</span>'
-                f'<span class="tv-tx">{escape(text)}</span></span>'
+                + (
+                    f'<span class="tv-tx">{escape(text)}</span></span>'
+                    if len(text) <= LINE_PIECE
+                    else f'<span class="tv-tx" data-offset="0">{escape(text[:LINE_PIECE])}</span>'
+                    f"{long_line_control(0, len(text))}</span>"
+                )
                 for no, text in self.lines
             )
         )
