@@ -80,11 +80,12 @@ def render(messages: list[Message], *, first_line: int = 1) -> tuple[str, list[P
     steps: list[ParsedStep] = []
     line = first_line
     for i, msg in enumerate(messages):
-        label = msg.agent or msg.role or "unknown"
+        label = msg.agent or msg.role
         if msg.role and msg.role != msg.agent:
             label = f"{label} ({msg.role})"
         body = normalise_newlines(msg.content).rstrip()
-        block = f"### {label}\n{body}" if body else f"### {label}"
+        # a message that names no one gets no header: never an invented "unknown" speaker
+        block = (f"### {label}\n{body}" if body else f"### {label}") if label else body
         end = line + block.count("\n")
         steps.append(ParsedStep(i, msg.agent, msg.kind, block, line, end, msg.details, recipient=msg.recipient))
         blocks.append(block)

@@ -345,3 +345,10 @@ def test_smolagents_manager_memory_names_its_managed_agents():
     assert answer.recipient == "agent" and "330 m tall" in answer.content
     plain = next(s for s in trace.steps if s.kind == "tool_call" and "final_answer" in s.content)
     assert plain.recipient == ""
+
+
+def test_a_message_that_names_no_one_gets_no_invented_speaker():
+    (trace,) = parse_traces(json.dumps([{"content": "a line with no speaker"}, {"role": "user", "content": "hi"}]),
+                            filename="anon.json")  # fmt: skip
+    assert trace.steps[0].content == "a line with no speaker"
+    assert "unknown" not in trace.raw_text
