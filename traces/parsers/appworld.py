@@ -21,6 +21,8 @@ HEADER = re.compile(
 )
 _BANNER = re.compile(r"^\*{10,} Task [\d/]+ \(([^)]*)\)", re.M)
 _EVAL = re.compile(r"^Evaluation\s*$", re.M)
+# whom a step addresses, from its header line
+_TO = re.compile(r"^ *(?:Message to (?P<to>.+?) Agent|Reply from .+? Agent to (?P<back>.+?)(?: Agent)?)\s*$")
 
 
 class _Classifier:
@@ -54,6 +56,11 @@ MARKERS = (re.compile(r"^\*{10,} Task \d+/\d+ \(|^Response from Supervisor Agent
 
 def parse_appworld(text: str) -> ParsedTrace:
     steps = segment(text, HEADER, _Classifier())
+    for st in steps:  # the Supervisor's request names the app agent; a reply names whom it answers
+        if st.kind == "message" and (m := _TO.match(st.content.split("\n", 1)[0])):
+            st.recipient = (
+                f"{m['to']} Agent" if m["to"] else m["back"] if m["back"] == "Supervisor" else f"{m['back']} Agent"
+            )
     trace = ParsedTrace(format="appworld", raw_text=text, steps=steps, mas_name="AppWorld")
     if m := _BANNER.search(text, 0, 65536):
         trace.external_id = m.group(1)
