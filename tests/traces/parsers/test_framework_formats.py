@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest_paths import FIXTURES
+from tests.conftest_paths import FIXTURES as ALL_FIXTURES
 from traces.parsers import ParseError, detect_format, parse_trace, parse_traces
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "import"
@@ -356,7 +356,7 @@ def test_a_message_that_names_no_one_gets_no_invented_speaker():
 
 
 def test_appworld_requests_and_replies_name_their_addressee():
-    trace = parse_trace((FIXTURES / "traces" / "appworld_tiny.txt").read_text(), filename="appworld_tiny.txt")
+    trace = parse_trace((ALL_FIXTURES / "traces" / "appworld_tiny.txt").read_text(), filename="appworld_tiny.txt")
     addressed = [(s.agent, s.recipient) for s in trace.steps if s.recipient]
     assert ("Supervisor", "spotify Agent") in addressed
     assert ("spotify Agent", "Supervisor") in addressed
