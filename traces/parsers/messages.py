@@ -17,13 +17,19 @@ _CODE_FENCE = re.compile(r"```(?:python|py|sh|bash|shell)?\s*\n")
 
 
 def agent_of(item: dict) -> tuple[str, str]:
-    """(agent, role): the agent is name/agent, else the role without a "(thought)"-style suffix."""
+    """(agent, role): the agent is name/agent/sender, else the role without a "(thought)"-style
+    suffix. Magentic-One's own log (``log.jsonl``: ``{"source": "Orchestrator (-> WebSurfer)",
+    "message", "type", "timestamp"}``) names the agent in ``source`` with the same suffixes: the
+    suffixed name is the role, the agent its name before it."""
     role = item.get("role")
     role = role if isinstance(role, str) else ""
     for key in ("name", "agent", "sender"):
         val = item.get(key)
         if isinstance(val, str) and val:
             return val, role
+    source = item.get("source")
+    if not role and isinstance(source, str) and source and "message" in item:
+        role = source
     return (_ROLE_SUFFIX.sub("", role) or role), role
 
 
@@ -51,7 +57,7 @@ def to_messages(items: list, *, filename: str = "") -> list[Message]:
         if not isinstance(item, dict):
             raise ParseError(f"message {n} is {type(item).__name__}, expected an object", filename=filename)
         agent, role = agent_of(item)
-        content = text_of(item.get("content"))
+        content = text_of(item.get("content") if "content" in item else item.get("message"))
         calls = item.get("tool_calls") or ([item["function_call"]] if item.get("function_call") else [])
         if isinstance(calls, list) and calls:
             content = "\n".join([content, *map(_call_text, calls)]) if content else "\n".join(map(_call_text, calls))

@@ -361,3 +361,20 @@ def test_appworld_requests_and_replies_name_their_addressee():
     assert ("Supervisor", "spotify Agent") in addressed
     assert ("spotify Agent", "Supervisor") in addressed
     assert all(s.recipient == "" for s in trace.steps if s.kind != "message")
+
+
+def test_magentic_one_log_jsonl_names_the_agent_and_its_addressee():
+    """autogen-magentic-one's LogHandler writes log.jsonl: the agent and its addressee in `source`."""
+    rows = [
+        {"source": "Orchestrator (thought)", "message": "Initial plan: ask WebSurfer.", "type": "OrchestrationEvent",
+         "timestamp": "2024-11-05T10:00:00"},
+        {"source": "Orchestrator (-> WebSurfer)", "message": "Search the 1977 Yankees roster.",
+         "type": "OrchestrationEvent", "timestamp": "2024-11-05T10:00:01"},
+        {"source": "WebSurfer", "message": "I typed '1977 Yankees roster' into the search bar.",
+         "type": "OrchestrationEvent", "timestamp": "2024-11-05T10:00:05"},
+    ]  # fmt: skip
+    (trace,) = parse_traces("\n".join(json.dumps(r) for r in rows), filename="log.jsonl")
+    assert [(s.agent, s.recipient) for s in trace.steps] == [
+        ("Orchestrator", ""), ("Orchestrator", "WebSurfer"), ("WebSurfer", ""),
+    ]  # fmt: skip
+    assert "Search the 1977 Yankees roster." in trace.steps[1].content
