@@ -1,4 +1,4 @@
-"""A release comes back: its JSONL (or Parquet) imported into a project keeps what it says.
+"""A release comes back: its JSONL imported into a project keeps what it says.
 
 ``ReleaseLabelsHook`` (registered in ``AnnotationsConfig.ready()``) sees the records of a MAST
 Studio release (their ``mast_studio`` carries ``final_source``) as the trace import stores them:

@@ -153,3 +153,4 @@ def test_the_release_round_shows_on_the_rounds_pages(exported, mast_version, man
     for name in ("annotations:round_detail", "annotations:round_report"):
         page = client.get(reverse(name, args=["copy", rnd.pk]))
         assert page.status_code == 200, (name, page.status_code)
+
