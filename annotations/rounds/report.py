@@ -345,6 +345,9 @@ def trend_chart(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "tilted": f.tilted,
         "rounds": rounds,
         "points": [p for key, _, _ in SERIES for p in series[key]],
+        # a round with no agreement to show (an imported round of decisions only) draws nothing:
+        # with no such point at all the chart is left out rather than drawn empty
+        "any_measured": any(p["y"] is not None for key, _, _ in SERIES for p in series[key]),
         "series": [
             {"key": key, "label": label, "what": what, "n": len(series[key])}
             for key, label, what in SERIES

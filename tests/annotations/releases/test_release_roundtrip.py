@@ -149,7 +149,10 @@ def test_the_release_round_shows_on_the_rounds_pages(exported, mast_version, man
     rnd = Round.objects.get(project=target)
     client.force_login(manager)
     listing = client.get(reverse("annotations:round_list", args=["copy"]))
-    assert listing.status_code == 200 and "release v1 of demo" in listing.content.decode()
+    html = listing.content.decode()
+    assert listing.status_code == 200 and "release v1 of demo" in html
+    assert "decisions imported, no raters&#x27; labels" in html or "decisions imported, no raters' labels" in html
+    assert "Imported rounds" not in html  # no agreement to chart: no empty chart
     for name in ("annotations:round_detail", "annotations:round_report"):
         page = client.get(reverse(name, args=["copy", rnd.pk]))
         assert page.status_code == 200, (name, page.status_code)
