@@ -212,7 +212,9 @@ def test_an_import_whose_database_connection_drops_is_imported_whole(worker, pro
     assert Trace.objects.filter(project=project).count() == job.n_imported == 50
 
 
-def test_a_judge_run_whose_database_connections_drop_labels_each_trace_once(worker, project, manager):
+def _judge_run_survives(project, manager, crash, what: str) -> None:
+    """A 16-trace LLM judge run, crashed (``crash()``) once four traces are labelled: it finishes
+    within RECOVERY, each trace labelled once."""
     server = LLMServer(default=lambda body: Reply(good_answer(codes_of(body), codes_of(body)[:1]), delay=0.3)).start()
     try:
         traces = make_judge_traces(project, 16)
@@ -220,17 +222,21 @@ def test_a_judge_run_whose_database_connections_drop_labels_each_trace_once(work
             project=project, by=manager, provider="openai", base_url=server.url, model="k", concurrency=4, timeout=3
         )
         assert wait_for(lambda: JudgeRun.objects.get(pk=run.pk).n_done >= 4, timeout=60), "the run never started"
-        _drop_database_connections()
-        assert JudgeRun.objects.get(pk=run.pk).n_done < 16, "the run finished before the drop: make it slower"
+        crash()
+        assert JudgeRun.objects.get(pk=run.pk).n_done < 16, f"the run finished before the {what}: make it slower"
         started = time.monotonic()
         assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=RECOVERY)
-        print(f"judge run recovered in {time.monotonic() - started:.1f} s after the connections dropped")
+        print(f"judge run recovered in {time.monotonic() - started:.1f} s after the {what}")
     finally:
         server.stop()
     run.refresh_from_db()
     assert (run.state, run.n_done, run.n_failed) == ("done", 16, 0)
     labelled = sorted(Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True))
     assert labelled == sorted(t.pk for t in traces)
+
+
+def test_a_judge_run_whose_database_connections_drop_labels_each_trace_once(worker, project, manager):
+    _judge_run_survives(project, manager, _drop_database_connections, "connections dropped")
 
 
 def _big_release(project, manager, version, n: int = 200):
@@ -371,25 +377,12 @@ def test_a_judge_run_survives_a_broker_restart_that_loses_its_messages(worker, p
     """The run's claimed items were messages in Redis; the restart loses them. The items' leases
     run out and the judge sweep (sent again when the worker reconnects) claims them again."""
     _on_private_broker(worker, private_broker)
-    server = LLMServer(default=lambda body: Reply(good_answer(codes_of(body), codes_of(body)[:1]), delay=0.3)).start()
-    try:
-        traces = make_judge_traces(project, 16)
-        run = judge_run_create(
-            project=project, by=manager, provider="openai", base_url=server.url, model="k", concurrency=4, timeout=3
-        )
-        assert wait_for(lambda: JudgeRun.objects.get(pk=run.pk).n_done >= 4, timeout=60), "the run never started"
+
+    def restart() -> None:
         private_broker.kill()
         private_broker.start()
-        assert JudgeRun.objects.get(pk=run.pk).n_done < 16, "the run finished before the restart: make it slower"
-        started = time.monotonic()
-        assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=RECOVERY)
-        print(f"judge run recovered in {time.monotonic() - started:.1f} s after the broker restart")
-    finally:
-        server.stop()
-    run.refresh_from_db()
-    assert (run.state, run.n_done, run.n_failed) == ("done", 16, 0)
-    labelled = sorted(Annotation.objects.filter(rater=run.rater).values_list("trace_id", flat=True))
-    assert labelled == sorted(t.pk for t in traces)
+
+    _judge_run_survives(project, manager, restart, "broker restart")
 
 
 def test_release_builds_survive_a_broker_restart_that_loses_their_messages(
