@@ -317,10 +317,11 @@ MAST_JUDGE_BACKOFF_BASE = env.float("MAST_JUDGE_BACKOFF_BASE", default=0.5)
 MAST_JUDGE_BACKOFF_CAP = env.float("MAST_JUDGE_BACKOFF_CAP", default=30.0)
 MAST_JUDGE_BACKOFF_FIRST = env.float("MAST_JUDGE_BACKOFF_FIRST", default=0.05)  # first retry of a 5xx/timeout
 # A claimed item's lease is the request timeout plus this while it waits in the queue; an expired
-# lease is claimed again by the sweep. Once a worker starts the item, the lease is three heartbeats
-# plus the slack, and a thread of the worker renews it every heartbeat while the model answers: a
-# killed worker's items are claimed again within 3 x MAST_JUDGE_HEARTBEAT + MAST_JUDGE_LEASE_SLACK
-# seconds (45 s), whatever the run's request timeout (annotations/judge/dispatch.py).
+# lease is claimed again by the sweep. Once a worker starts the item, the lease is the shorter of
+# the timeout and three heartbeats, plus the slack, and a thread of the worker renews it every
+# heartbeat while the model answers: a killed worker's items are claimed again within at most
+# 3 x MAST_JUDGE_HEARTBEAT + MAST_JUDGE_LEASE_SLACK seconds (45 s), whatever the run's request
+# timeout (annotations/judge/dispatch.py).
 MAST_JUDGE_LEASE_SLACK = env.float("MAST_JUDGE_LEASE_SLACK", default=15.0)
 MAST_JUDGE_HEARTBEAT = env.float("MAST_JUDGE_HEARTBEAT", default=10.0)
 # Which environment variables a judge run may send as its API key, and to which base URLs:

@@ -87,11 +87,18 @@ def heartbeat_seconds() -> float:
     return float(getattr(settings, "MAST_JUDGE_HEARTBEAT", 10.0))
 
 
-def running_lease_seconds() -> float:
+def running_lease_parts() -> tuple[float, float]:
+    """(cap, slack) of a started item's lease: ``min(run timeout, cap) + slack`` seconds."""
+    return 3 * heartbeat_seconds(), float(getattr(settings, "MAST_JUDGE_LEASE_SLACK", 15.0))
+
+
+def running_lease_seconds(run: JudgeRun) -> float:
     """A started item's lease: renewed every heartbeat by the worker that runs it (one missed beat
-    or two are tolerated), so the item of a dead worker is claimed again this soon, whatever the
-    run's request timeout."""
-    return 3 * heartbeat_seconds() + float(getattr(settings, "MAST_JUDGE_LEASE_SLACK", 15.0))
+    or two are tolerated), so the item of a dead worker is claimed again within three heartbeats
+    plus the slack, whatever the run's request timeout; a run whose timeout is shorter than that
+    keeps its shorter lease (a request cannot outlive it)."""
+    cap, slack = running_lease_parts()
+    return min(float(run.timeout), cap) + slack
 
 
 class Dispatcher:

@@ -50,22 +50,25 @@ STEPS_OF_ITEM = (
 # A started item's lease becomes the running lease (dispatch.running_lease_seconds); a stale
 # duplicate of a re-claimed item (another claim number) leaves it alone.
 START_ITEM = (
-    f"UPDATE {ITEM} SET lease_until = %s"  # noqa: S608 - table names from the models
-    " WHERE id = %s AND state = %s AND claim = COALESCE(%s, claim)"
+    f"UPDATE {ITEM} i SET lease_until = %s + make_interval(secs => LEAST(r.timeout, %s) + %s)"  # noqa: S608
+    f" FROM {RUN} r WHERE r.id = i.run_id AND i.id = %s AND i.state = %s AND i.claim = COALESCE(%s, i.claim)"
 )
 
 
-def load_item(item_id: int, *, claim: int | None = None, lease_until: datetime | None = None) -> dict | None:
+def load_item(
+    item_id: int, *, claim: int | None = None, now: datetime | None = None, lease: tuple[float, float] = (0.0, 0.0)
+) -> dict | None:
     """The item's state and claim, its trace's content hash and steps, and its run's live fields;
-    with ``lease_until``, the item (when it is still running under ``claim``) is leased until then.
+    with ``now``, the item (when it is still running under ``claim``) is leased from then for
+    ``min(run timeout, cap) + slack`` seconds, ``lease`` being (cap, slack) (dispatch.running_lease_parts).
 
     All in one round trip (the statements in one query)."""
     with connection.cursor() as cursor:
-        if lease_until is None:
+        if now is None:
             cursor.execute(f"{LOAD_ITEM}; {STEPS_OF_ITEM}", [item_id, item_id])
         else:
-            lease = connection.ops.adapt_datetimefield_value(lease_until)
-            params = [lease, item_id, JudgeItem.State.RUNNING, claim, item_id, item_id]
+            start = connection.ops.adapt_datetimefield_value(now)
+            params = [start, *lease, item_id, JudgeItem.State.RUNNING, claim, item_id, item_id]
             cursor.execute(f"{START_ITEM}; {LOAD_ITEM}; {STEPS_OF_ITEM}", params)
             cursor.cursor.nextset()
         row = cursor.fetchone()

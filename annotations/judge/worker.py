@@ -47,6 +47,7 @@ from annotations.judge.dispatch import (
     finish_if_idle,
     heartbeat_seconds,
     run_stop,
+    running_lease_parts,
     running_lease_seconds,
 )
 from annotations.judge.providers import base, keys, provider_get
@@ -111,7 +112,7 @@ class _Attempts:
         self.n = 0  # attempts made; written with the result (the claim gave the first one a fresh lease)
 
     def _renew(self, extra: float = 0.0) -> None:
-        lease = timezone.now() + timedelta(seconds=running_lease_seconds() + extra)
+        lease = timezone.now() + timedelta(seconds=running_lease_seconds(self.run) + extra)
         fields: dict[str, Any] = {"lease_until": lease}
         alive = JudgeItem.objects.filter(
             pk=self.item.pk, state=JudgeItem.State.RUNNING, claim=self.item.claim, run__state=JudgeRun.State.RUNNING
@@ -164,7 +165,7 @@ def _remember_dropped(run: JudgeRun, param: str) -> None:
 
 
 @contextlib.contextmanager
-def _heartbeat(item: JudgeItem) -> Iterator[None]:
+def _heartbeat(item: JudgeItem, run: JudgeRun) -> Iterator[None]:
     """While the model answers (up to the run's timeout), renew the item's lease every heartbeat
     from a thread of its own, so the lease can stay short: a dead worker stops beating and its
     item is claimed again within running_lease_seconds(). The thread opens a database connection
@@ -174,7 +175,7 @@ def _heartbeat(item: JudgeItem) -> Iterator[None]:
     def beat() -> None:
         try:
             while not stop.wait(heartbeat_seconds()):
-                lease = timezone.now() + timedelta(seconds=running_lease_seconds())
+                lease = timezone.now() + timedelta(seconds=running_lease_seconds(run))
                 if not judge_sql.lease_renew(item.pk, item.claim, lease):
                     return  # released, stopped or claimed again: nothing of ours to keep alive
         except Exception:  # noqa: BLE001 - a missed beat costs at worst a second claim, never the call
@@ -210,7 +211,7 @@ def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, ap
         )
 
     def beating() -> base.Completion:
-        with _heartbeat(attempts.item):
+        with _heartbeat(attempts.item, run):
             return once()
 
     result = base.with_retries(beating, policy=_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
@@ -255,8 +256,7 @@ def _load_item(
 
     The run is a copy of the frozen one with its live fields (state, JSON mode, spend) from the
     database, so the task may update it in memory without touching other tasks' copies."""
-    lease = timezone.now() + timedelta(seconds=running_lease_seconds())
-    row = judge_sql.load_item(item_id, claim=claim, lease_until=lease)
+    row = judge_sql.load_item(item_id, claim=claim, now=timezone.now(), lease=running_lease_parts())
     if row is None:
         return None
     frozen = _frozen_run(row["run_id"])
