@@ -289,6 +289,32 @@ class _Worker:
                 self.kill()
 
 
+# ---------------------------------------------------------------- object storage
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-protocol server process (moto_server) for this pytest worker's tests."""
+    from tests.s3_server import S3Server
+
+    server = S3Server().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_storage(s3_server, settings, request):
+    """The product's storage moved to a fresh bucket on the S3 server, for this test (and for the
+    processes it starts: STORAGE_URL). Returns (server, bucket, storage_url)."""
+    from mast_site.storage_url import storage_from_url
+
+    name = "t-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    bucket = s3_server.bucket(f"{name}-{time.time_ns() % 10**9}")
+    url = s3_server.storage_url(bucket)
+    settings.STORAGES = {**settings.STORAGES, "default": storage_from_url(url, {})}
+    return s3_server, bucket, url
+
+
 @pytest.fixture
 def api_client():
     from rest_framework.test import APIClient

@@ -7,11 +7,14 @@ so. With no CELERY_BROKER_URL, background jobs still run in a real worker proces
 filesystem transport (var/broker/). Tests, CI and docker-compose use PostgreSQL and Redis.
 """
 
+import os
 from pathlib import Path
 from urllib.parse import unquote
 
 import environ
 from csp.constants import NONE, SELF, UNSAFE_INLINE
+
+from mast_site.storage_url import storage_from_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(environ.Env().str("MAST_VAR_DIR", default=str(BASE_DIR / "var")))
@@ -112,7 +115,18 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # No JIT: PostgreSQL compiles a query when its cost estimate is high, which list queries over
 # 100,000 traces reach; compiling took longer than running them (bench/bench_large_project.py).
-if env.bool("PG_JIT", default=False) is False:
+# Behind PgBouncer in transaction mode (DATABASE_POOL_MODE=transaction; README "Scaling out"): no
+# server-side cursors (they outlive a transaction), no prepared statements (psycopg prepares a
+# query after five runs, on a server connection the next transaction may not get), no startup
+# options (PgBouncer refuses them: set jit=off on the database instead). Workers hold session
+# advisory locks (traces/jobs.py): they connect directly or through a session-mode pool.
+DATABASE_POOL_MODE = env.str("DATABASE_POOL_MODE", default="session")
+if DATABASE_POOL_MODE not in ("session", "transaction"):
+    raise environ.ImproperlyConfigured(f"DATABASE_POOL_MODE must be session or transaction, not {DATABASE_POOL_MODE!r}")
+if DATABASE_POOL_MODE == "transaction":
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = None
+elif env.bool("PG_JIT", default=False) is False:
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 
 # Login and API limits count in the cache: with several web processes, point CACHE_URL at Redis
@@ -135,7 +149,9 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Uploads, import progress and releases (traces/storage.py): MEDIA_ROOT on one machine, an
+    # S3-compatible store with STORAGE_URL=s3://bucket/prefix on several (mast_site/storage_url.py).
+    "default": storage_from_url(env.str("STORAGE_URL", default=""), os.environ),
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"
@@ -145,6 +161,10 @@ STORAGES = {
     },
 }
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
+# Where a release download goes with an object store: streamed through the web process (the
+# default: works whatever the network), or a redirect to a signed URL valid five minutes, when
+# the browsers can reach the store (MAST_STORAGE_REDIRECT=true).
+MAST_STORAGE_REDIRECT = env.bool("MAST_STORAGE_REDIRECT", default=False)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "login"

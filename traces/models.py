@@ -243,7 +243,7 @@ class ImportJob(models.Model):
     # "import the rest": JSONL lines that are not JSON are skipped and listed in the report
     # instead of refusing the import (traces_import(import_rest=True)).
     import_rest = models.BooleanField(default=False)
-    upload_dir = models.CharField(max_length=500, blank=True)
+    upload_dir = models.CharField(max_length=500, blank=True)  # a folder in the storage: imports/<id>
     file_names = models.JSONField(default=list, blank=True)
     bytes_total = models.PositiveBigIntegerField(default=0)
     bytes_done = models.PositiveBigIntegerField(default=0)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -16,6 +15,7 @@ from annotations.releases.selectors import release_blind_for, release_get, relea
 from annotations.releases.serializers import ReleaseDetailOut, ReleaseIn, ReleaseOut
 from annotations.releases.services import release_create, release_retry, release_zip_file
 from taxonomy.models import TaxonomyVersion
+from traces import storage
 from traces.projects.permissions import ProjectScopedMixin
 
 
@@ -99,4 +99,4 @@ class ReleaseDownloadApi(ProjectScopedMixin, APIView):
             path, name = release_zip_file(release=release)
         except ValidationError as exc:
             raise NotFound(str(exc))
-        return FileResponse(open(path, "rb"), as_attachment=True, filename=name, content_type="application/zip")  # noqa: SIM115
+        return storage.download_response(path, filename=name, content_type="application/zip")

@@ -8,14 +8,14 @@ have not changed since the last one.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
-
-from django.conf import settings
 
 from annotations.models import Release
 from annotations.releases.selectors import release_inputs_fingerprint
 from annotations.releases.services import release_build, release_create
 from annotations.rounds.agreed import agreed_adjudications
+from traces import storage
 from traces.importing.service import traces_import
 from traces.projects.services import membership_set, project_get_or_create
 
@@ -48,6 +48,9 @@ def _come_back(ctx, release: Release) -> None:
     manager = ctx.users["manager"]
     copy, _ = project_get_or_create(slug="release-back", name="Demo: a release come back", by=manager)
     membership_set(project=copy, user=manager, role="manager")
-    jsonl = Path(settings.MEDIA_ROOT) / release.files.get(kind="jsonl").path
-    result = traces_import(project=copy, paths_or_files=[jsonl], by=manager)
+    row = release.files.get(kind="jsonl")
+    with tempfile.TemporaryDirectory(prefix="mast-demo-release-") as tmp:
+        jsonl = Path(tmp) / row.name
+        storage.fetch(row.path, jsonl)  # the file as a team downloads it, whatever the storage
+        result = traces_import(project=copy, paths_or_files=[jsonl], by=manager)
     ctx.say(f"Releases: v{release.number} imported into {copy.slug} ({result.imported} traces, its agreed labels back)")

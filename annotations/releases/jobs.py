@@ -4,29 +4,43 @@ services so loading Django does not load the writers (pyarrow) and selectors (nu
 
 from __future__ import annotations
 
+import glob
 import shutil
+import tempfile
 from pathlib import Path
 
-from django.conf import settings
-
 from annotations.models import Release
+from traces import storage
 from traces.jobs import JobKind, task_send
 
 
-def release_dir(*, release: Release) -> Path:
-    return Path(settings.MEDIA_ROOT) / "releases" / release.project.slug / f"v{release.number}"
+def release_prefix(*, release: Release) -> str:
+    """The release's folder in the storage (traces/storage.py): releases/<slug>/v<n>."""
+    return f"releases/{release.project.slug}/v{release.number}"
+
+
+def release_dir(*, release: Release) -> Path | None:
+    """The release's folder on this machine's disk when the storage is a local folder, else None."""
+    return storage.local_path(release_prefix(release=release))
 
 
 def building_dir(final_dir: Path) -> Path:
     return final_dir.with_name(final_dir.name + ".building")
 
 
+def local_work_prefix(release: Release) -> str:
+    """The prefix of the private temporary folder a build writes in before it uploads to an object store."""
+    return f"mast-release-{release.pk}-"
+
+
 def remove_partial_build(release: Release) -> None:
-    """What a build that did not finish left on disk: its work folder, a final folder renamed
-    just before its worker died. Never for a done release (its files are published)."""
-    final_dir = release_dir(release=release)
-    shutil.rmtree(building_dir(final_dir), ignore_errors=True)
-    shutil.rmtree(final_dir, ignore_errors=True)
+    """What a build that did not finish left behind: its work folder, a final folder renamed (or
+    files uploaded) just before its worker died. Never for a done release (its files are published)."""
+    prefix = release_prefix(release=release)
+    storage.delete_tree(f"{prefix}.building")
+    storage.delete_tree(prefix)
+    for folder in glob.glob(str(Path(tempfile.gettempdir()) / f"{local_work_prefix(release)}*")):
+        shutil.rmtree(folder, ignore_errors=True)  # a build on this machine killed before its upload
 
 
 def _send_build(release_id: int) -> None:

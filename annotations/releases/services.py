@@ -1,7 +1,7 @@
 """Writes for dataset releases: create one (a manager), build its files (a background job), policy.
 
 A release is numbered per project (1, 2, ...) under a row lock, built once into
-``MEDIA_ROOT/releases/<slug>/v<n>/`` and frozen: once ``done`` the database refuses any change
+``releases/<slug>/v<n>/`` in the storage (traces/storage.py) and frozen: once ``done`` the database refuses any change
 to it or its files (trigger in migration 0002_releases_initial). Building is idempotent: a
 crashed or redelivered build starts again from an empty directory, a done one returns at once.
 
@@ -16,13 +16,14 @@ fail it after MAST_JOB_MAX_ATTEMPTS attempts. A failed release can be retried (`
 from __future__ import annotations
 
 import json
+import logging
 import shutil
+import tempfile
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Max
@@ -30,7 +31,14 @@ from django.utils import timezone
 
 from annotations.models import Release, ReleaseFile, ReleasePolicy, Round
 from annotations.releases import writers as exporting
-from annotations.releases.jobs import RELEASE_JOBS, building_dir, release_dir, remove_partial_build
+from annotations.releases.jobs import (
+    RELEASE_JOBS,
+    building_dir,
+    local_work_prefix,
+    release_dir,
+    release_prefix,
+    remove_partial_build,
+)
 from annotations.releases.selectors import (
     ReleaseSpec,
     ReleaseStats,
@@ -43,6 +51,7 @@ from annotations.releases.selectors import (
 from taxonomy.mapping import VersionMapper
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes
+from traces import storage
 from traces.jobs import (
     database_connection_lost,
     job_lock_held,
@@ -53,6 +62,8 @@ from traces.jobs import (
 )
 from traces.models import Project
 from traces.projects.selectors import user_can
+
+logger = logging.getLogger(__name__)
 
 OPTION_KEYS = ("majority", "raters", "judge", "evidence", "trace_text")
 DEFAULT_OPTIONS = {
@@ -298,9 +309,15 @@ def _build(release_id: int) -> None:
     spec = ReleaseSpec.from_release(release)
     total = release_count_candidates(spec=spec)
     Release.objects.filter(pk=release.pk).update(status=Release.Status.RUNNING, n_total=total, n_done=0, error="")
-    final_dir = release_dir(release=release)
-    work_dir = building_dir(final_dir)
+    prefix = release_prefix(release=release)
+    local_final = release_dir(release=release)
     remove_partial_build(release)
+    # On a local disk: written beside the final folder and renamed into it. With an object store:
+    # written in a private temporary folder, uploaded, then removed.
+    if local_final is not None:
+        work_dir = building_dir(local_final)
+    else:
+        work_dir = Path(tempfile.mkdtemp(prefix=local_work_prefix(release)))
 
     def progress(n: int) -> None:
         Release.objects.filter(pk=release.pk).update(n_done=n)
@@ -319,16 +336,17 @@ def _build(release_id: int) -> None:
         )
         folder = f"{release.project.slug}-v{release.number}"
         archive = exporting.write_zip(work_dir / f"{folder}.zip", files, folder=folder)
-        work_dir.rename(final_dir)
+        _publish(work_dir, local_final, prefix, [*files, archive])
     except Exception as exc:
         shutil.rmtree(work_dir, ignore_errors=True)
+        if local_final is None:
+            _remove_uploaded(prefix)
         if database_connection_lost(exc):
             raise  # not the build's fault: left running, the sweep builds it again
         Release.objects.filter(pk=release.pk).update(
             status=Release.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
         )
         raise
-    media = Path(settings.MEDIA_ROOT)
     with transaction.atomic():
         ReleaseFile.objects.bulk_create(
             ReleaseFile(
@@ -337,7 +355,7 @@ def _build(release_id: int) -> None:
                 kind=f.kind,
                 size_bytes=f.size_bytes,
                 sha256=f.sha256,
-                path=str((final_dir / f.name).relative_to(media)),
+                path=f"{prefix}/{f.name}",
             )
             for f in [*files, archive]
         )
@@ -351,6 +369,25 @@ def _build(release_id: int) -> None:
         )
 
 
+def _remove_uploaded(prefix: str) -> None:
+    """Files a failed build uploaded before the failure (the next attempt's reset removes them too,
+    should the store itself be what failed)."""
+    try:
+        storage.delete_tree(prefix)
+    except Exception:  # noqa: BLE001 - the build's own error is the one to report
+        logger.warning("release files under %s not removed after a failed build", prefix, exc_info=True)
+
+
+def _publish(work_dir: Path, local_final: Path | None, prefix: str, files: list[exporting.WrittenFile]) -> None:
+    """Move the built files to the release's folder in the storage."""
+    if local_final is not None:
+        work_dir.rename(local_final)
+        return
+    for f in files:
+        storage.put_file(f"{prefix}/{f.name}", f.path)
+    shutil.rmtree(work_dir, ignore_errors=True)
+
+
 def release_policy_set(*, project: Project, by, members_may_download: bool) -> ReleasePolicy:
     if not user_can(user=by, project=project, capability="manage"):
         raise PermissionDenied("Only managers change who may download releases.")
@@ -360,11 +397,11 @@ def release_policy_set(*, project: Project, by, members_may_download: bool) -> R
     return policy
 
 
-def release_zip_file(*, release: Release) -> tuple[Path, str]:
-    """The zip's path on disk and its download name; only for done releases."""
+def release_zip_file(*, release: Release) -> tuple[str, str]:
+    """The zip's name in the storage and its download name; only for done releases."""
     if release.status != Release.Status.DONE:
         raise ValidationError("This release is not built yet.")
     row = next((f for f in release.files.all() if f.kind == "zip"), None)
     if row is None:
         raise ValidationError("This release has no zip file.")
-    return Path(settings.MEDIA_ROOT) / row.path, row.name
+    return row.path, row.name

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import FileResponse, Http404
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -26,6 +23,7 @@ from annotations.releases.selectors import (
 from annotations.releases.services import release_create, release_policy_set, release_retry, release_zip_file
 from annotations.rounds.targets import target_version_choices
 from taxonomy.models import TaxonomyVersion
+from traces import storage
 from traces.jobs import JobNotRetryable
 from traces.projects.selectors import project_get_for_user
 
@@ -151,7 +149,7 @@ def release_download(request, slug, number):
         path, name = release_zip_file(release=release)
     except ValidationError as exc:
         raise Http404(str(exc))
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=name, content_type="application/zip")  # noqa: SIM115
+    return storage.download_response(path, filename=name, content_type="application/zip")
 
 
 @login_required
@@ -161,8 +159,7 @@ def release_file(request, slug, number, name):
     row = next((f for f in release.files.all() if f.name == name), None)
     if row is None:
         raise Http404("No such file in this release.")
-    path = Path(settings.MEDIA_ROOT) / row.path
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=row.name)  # noqa: SIM115
+    return storage.download_response(row.path, filename=row.name)
 
 
 @login_required

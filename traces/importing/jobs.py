@@ -1,14 +1,17 @@
 """Import jobs: web and API uploads, stored and then imported in the background.
 
-``import_job_create`` saves the uploaded files to MEDIA_ROOT/imports/<job id>/ and queues the
-Celery task after commit; the task calls ``import_job_run``, which runs ``traces_import`` and
-puts the final figures on the ImportJob row.
+``import_job_create`` saves the uploaded files under ``imports/<job id>/`` in the product's
+storage (traces/storage.py: MEDIA_ROOT, or an S3-compatible store shared by every machine) and
+queues the Celery task after commit; the task calls ``import_job_run``, which runs
+``traces_import`` and puts the final figures on the ImportJob row. On a local disk the worker
+reads the uploads where they are; from an object store it fetches them into a private temporary
+folder first (the parsers seek), removed when the import ends.
 
 Progress: the import holds one transaction on the default connection, so progress rows written
 through it would stay invisible until the end. The job writes its progress to a small JSON file
-beside the uploads (MEDIA_ROOT/imports/<id>.progress.json, replaced atomically); pages and the
-API read it while the job runs (``import_job_progress``). This needs no extra service: the worker
-and the web process already share MEDIA_ROOT for the uploaded files.
+beside the uploads (``imports/<id>.progress.json`` in the same storage, replaced whole); pages
+and the API read it while the job runs (``import_job_progress``). This needs no extra service:
+the worker and the web processes already share the storage for the uploaded files.
 
 A killed worker (traces/jobs.py has the rules): the job runs under its liveness lock, so a
 duplicate delivery exits and the sweep sees a dead attempt. The import's transaction rolled back
@@ -30,7 +33,8 @@ import contextlib
 import json
 import logging
 import os
-import shutil
+import tempfile
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import get_valid_filename
 
+from traces import storage
 from traces.importing.results import ImportProgress, TraceImportError
 from traces.importing.service import IMPORT_FORMATS, traces_import
 from traces.importing.sources import import_limits, upload_size
@@ -56,15 +61,16 @@ from traces.models import ImportJob, Project
 
 logger = logging.getLogger(__name__)
 
-_UPLOAD_CHUNK = 1024**2
+IMPORTS = "imports"
 
 
-def import_dir() -> Path:
-    return Path(settings.MEDIA_ROOT) / "imports"
+def upload_folder(job_id: int) -> str:
+    """The job's upload folder in the storage (ImportJob.upload_dir holds it)."""
+    return f"{IMPORTS}/{job_id}"
 
 
-def _progress_path(job_id: int) -> Path:
-    return import_dir() / f"{job_id}.progress.json"
+def _progress_name(job_id: int) -> str:
+    return f"{IMPORTS}/{job_id}.progress.json"
 
 
 def _safe_upload_name(name: str, taken: set[str]) -> str:
@@ -94,7 +100,7 @@ def _declared_size(f: Any) -> int:
 def import_job_create(
     *, project: Project, by: Any, files: list[Any], format: str = "auto", import_rest: bool = False
 ) -> ImportJob:
-    """Save uploaded files to MEDIA_ROOT/imports/<job id>/ and queue the job (after commit).
+    """Save uploaded files under imports/<job id>/ in the storage and queue the job (after commit).
 
     Limits the upload can be checked against without reading it are checked here, so the
     uploader hears at once; everything else is checked by the job, which fails whole.
@@ -118,24 +124,18 @@ def import_job_create(
         job = ImportJob.objects.create(
             project=project, created_by=by, format=format, bytes_total=total, import_rest=import_rest
         )
-        folder = import_dir() / str(job.pk)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = upload_folder(job.pk)
         names: list[str] = []
         taken: set[str] = set()
         try:
             for f in files:
                 name = _safe_upload_name(f.name, taken)
-                with open(folder / name, "wb") as out:
-                    if hasattr(f, "chunks"):
-                        for chunk in f.chunks(_UPLOAD_CHUNK):
-                            out.write(chunk)
-                    else:
-                        shutil.copyfileobj(f, out, _UPLOAD_CHUNK)
+                storage.put(f"{folder}/{name}", f)  # streamed in chunks (a multipart upload on S3)
                 names.append(name)
-        except OSError:
-            shutil.rmtree(folder, ignore_errors=True)
+        except Exception:
+            storage.delete_tree(folder)  # no job row will point at it: the transaction rolls back
             raise
-        job.upload_dir = str(folder)
+        job.upload_dir = folder
         job.file_names = names
         job.save(update_fields=["upload_dir", "file_names"])
         job_queue_after_commit(kind=IMPORT_JOBS, pk=job.pk)
@@ -143,8 +143,6 @@ def import_job_create(
 
 
 def _write_progress(job_id: int, p: ImportProgress) -> None:
-    path = _progress_path(job_id)
-    tmp = path.with_suffix(".tmp")
     data = {
         "bytes_done": p.bytes_done,
         "bytes_total": p.bytes_total,
@@ -153,11 +151,9 @@ def _write_progress(job_id: int, p: ImportProgress) -> None:
         "current": p.current,
     }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass  # progress is a courtesy; the import itself must not fail over it
+        storage.put(_progress_name(job_id), json.dumps(data).encode())
+    except Exception:  # noqa: BLE001 - progress is a courtesy; the import itself must not fail over it
+        logger.warning("import job %s: its progress could not be written", job_id, exc_info=True)
 
 
 def import_job_progress(*, job: ImportJob) -> dict[str, Any]:
@@ -170,8 +166,12 @@ def import_job_progress(*, job: ImportJob) -> dict[str, Any]:
         "current": "",
     }
     if job.status == ImportJob.Status.RUNNING:
-        with contextlib.suppress(OSError, ValueError):
-            figures.update(json.loads(_progress_path(job.pk).read_text(encoding="utf-8")))
+        try:
+            figures.update(json.loads(storage.read_bytes(_progress_name(job.pk))))
+        except FileNotFoundError:
+            pass  # not written yet: the row's figures
+        except Exception:  # noqa: BLE001 - the page shows the row's figures rather than fail
+            logger.warning("import job %s: its progress could not be read", job.pk, exc_info=True)
     if job.status == ImportJob.Status.DONE:
         percent = 100
     else:
@@ -191,24 +191,40 @@ def import_job_run(*, job_id: int) -> ImportJob | None:
     return ImportJob.objects.select_related("project", "created_by").filter(pk=job_id).first()
 
 
+@contextlib.contextmanager
+def _local_uploads(job: ImportJob) -> Iterator[list[Path]]:
+    """The job's uploaded files as local paths: where they are on a local disk, fetched into a
+    private temporary folder (removed at the end) from an object store."""
+    folder = storage.local_path(job.upload_dir)
+    if folder is not None:
+        yield [folder / name for name in job.file_names]
+        return
+    with tempfile.TemporaryDirectory(prefix=f"mast-import-{job.pk}-") as tmp:
+        paths = []
+        for name in job.file_names:
+            storage.fetch(f"{job.upload_dir}/{name}", Path(tmp) / name)
+            paths.append(Path(tmp) / name)
+        yield paths
+
+
 def _import(job: ImportJob) -> None:
     ImportJob.objects.filter(pk=job.pk).update(started_at=timezone.now())
-    files = [Path(job.upload_dir) / name for name in job.file_names]
     fields: dict[str, Any]
     try:
-        result = traces_import(
-            project=job.project,
-            paths_or_files=files,
-            format=job.format,
-            by=job.created_by,
-            job=job,
-            progress=lambda p: _write_progress(job.pk, p),
-            import_rest=job.import_rest,
-        )
+        with _local_uploads(job) as files:
+            result = traces_import(
+                project=job.project,
+                paths_or_files=files,
+                format=job.format,
+                by=job.created_by,
+                job=job,
+                progress=lambda p: _write_progress(job.pk, p),
+                import_rest=job.import_rest,
+            )
     except TraceImportError as e:
         fields = {"status": ImportJob.Status.FAILED, "failure": ImportJob.Failure.REFUSED, "error": str(e)}
         fields.update(n_imported=0, n_duplicates=0, n_merged=0, report=e.files)
-        shutil.rmtree(job.upload_dir, ignore_errors=True)  # the same input would be refused again
+        storage.delete_tree(job.upload_dir)  # the same input would be refused again
     except Exception as e:  # noqa: BLE001 - a job must end in a state a person can read
         if database_connection_lost(e):
             # Not the import's fault: left running, its lock gone with the connection, the sweep
@@ -228,16 +244,16 @@ def _import(job: ImportJob) -> None:
             "bytes_done": job.bytes_total,
             "error": "",
         }
-        shutil.rmtree(job.upload_dir, ignore_errors=True)  # stored in the database now
+        storage.delete_tree(job.upload_dir)  # stored in the database now
     fields["finished_at"] = timezone.now()
     ImportJob.objects.filter(pk=job.pk).update(**fields)
-    _progress_path(job.pk).unlink(missing_ok=True)
+    storage.delete(_progress_name(job.pk))
 
 
 def _check_retryable(job: ImportJob) -> None:
     if job.failure == ImportJob.Failure.REFUSED:
         raise JobNotRetryable("This upload was refused and deleted: fix the file and upload it again.")
-    if not job.upload_dir or not Path(job.upload_dir).is_dir():
+    if not job.upload_dir or not storage.exists_tree(job.upload_dir):
         hours = settings.MAST_IMPORT_KEEP_FAILED_HOURS
         raise JobNotRetryable(f"The upload was deleted {hours:g} hours after the failure: upload the files again.")
 
@@ -268,28 +284,35 @@ def import_upload_kept_until(*, job: ImportJob) -> datetime | None:
 
 
 def _reset_attempt(job: ImportJob) -> None:
-    _progress_path(job.pk).unlink(missing_ok=True)  # the rows rolled back with the dead connection
+    storage.delete(_progress_name(job.pk))  # the rows rolled back with the dead connection
 
 
-def _orphan_uploads(now: datetime) -> list[Path]:
+def _last_change(folder: str) -> float | None:
+    """When anything in the upload folder last changed (a local folder's own time counts: an
+    upload being written has created it first); None if it is gone."""
+    times = [t.timestamp() for name in storage.names_under(folder) if (t := storage.modified(name))]
+    path = storage.local_path(folder)
+    with contextlib.suppress(OSError):
+        if path is not None:
+            times.append(path.stat().st_mtime)
+    return max(times) if times else None
+
+
+def _orphan_uploads(now: datetime) -> list[str]:
     """Upload folders with no job: their request died before it committed (a killed web process,
     a lost database), so no job will ever read them. A folder is an orphan only when nothing in it
     changed for MAST_IMPORT_ORPHAN_MINUTES: an upload still being written has no visible job yet."""
-    root = import_dir()
-    if not root.is_dir():
+    numbered = {int(name): f"{IMPORTS}/{name}" for name in storage.folders_under(IMPORTS) if name.isdigit()}
+    if not numbered:
         return []
-    numbered = {int(p.name): p for p in root.iterdir() if p.is_dir() and p.name.isdigit()}
     known = set(ImportJob.objects.filter(pk__in=list(numbered)).values_list("pk", flat=True))
     quiet_since = now.timestamp() - 60 * float(settings.MAST_IMPORT_ORPHAN_MINUTES)
     orphans = []
     for pk, folder in numbered.items():
         if pk in known:
             continue
-        try:
-            changed = max([folder.stat().st_mtime, *(f.stat().st_mtime for f in folder.iterdir())])
-        except OSError:  # removed meanwhile
-            continue
-        if changed < quiet_since:
+        changed = _last_change(folder)
+        if changed is not None and changed < quiet_since:
             orphans.append(folder)
     return orphans
 
@@ -299,13 +322,13 @@ def _delete_old_uploads(now: datetime) -> None:
     (kept for a retry until then), and orphaned upload folders (``_orphan_uploads``)."""
     for folder in _orphan_uploads(now):
         logger.warning("upload folder %s has no import job (its request died); removed", folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        storage.delete_tree(folder)
     before = now - timedelta(hours=settings.MAST_IMPORT_KEEP_FAILED_HOURS)
     old = ImportJob.objects.filter(
         status=ImportJob.Status.FAILED, failure=ImportJob.Failure.STOPPED, finished_at__lt=before
     ).exclude(upload_dir="")
     for pk, folder in old.values_list("pk", "upload_dir"):
-        shutil.rmtree(folder, ignore_errors=True)
+        storage.delete_tree(folder)
         ImportJob.objects.filter(pk=pk).update(upload_dir="")  # no retry without it (ImportJob.can_retry)
 
 

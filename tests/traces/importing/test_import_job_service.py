@@ -32,7 +32,7 @@ def test_uploaded_files_are_saved_under_media_imports_with_safe_names(project, m
     job = import_job_create(project=project, by=manager, files=[evil, twin])
 
     folder = tmp_path / "imports" / str(job.pk)
-    assert job.upload_dir == str(folder)
+    assert job.upload_dir == f"imports/{job.pk}"
     assert job.file_names == ["passwd.log", "passwd-2.log"]
     assert sorted(p.name for p in folder.iterdir()) == ["passwd-2.log", "passwd.log"]
     assert job.bytes_total == 12
@@ -47,7 +47,7 @@ def test_a_zip_upload_runs_to_done_and_removes_the_uploaded_files(project, manag
 
     assert (job.status, job.n_imported, job.n_duplicates) == ("done", 10, 0)
     assert job.finished_at is not None
-    assert not Path(job.upload_dir).exists()
+    assert not (Path(settings.MEDIA_ROOT) / job.upload_dir).exists()
     assert Trace.objects.filter(import_job=job).count() == 10
 
 

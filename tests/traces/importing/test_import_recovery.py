@@ -8,13 +8,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from traces.importing.jobs import IMPORT_JOBS, _progress_path, import_job_create, import_job_run
+from traces.importing.jobs import IMPORT_JOBS, _progress_name, import_job_create, import_job_run
 from traces.jobs import job_lock, job_lock_held, jobs_sweep
 from traces.models import ImportJob, Trace
 
@@ -79,7 +80,7 @@ def _stopped_job(make_job) -> ImportJob:
 
 def test_sweep_queues_again_a_running_job_whose_lock_is_free(make_job, django_capture_on_commit_callbacks):
     job = make_job(status="running", attempts=1)
-    _progress_path(job.pk).write_text('{"bytes_done": 100}')
+    (Path(settings.MEDIA_ROOT) / _progress_name(job.pk)).write_text('{"bytes_done": 100}')
 
     with django_capture_on_commit_callbacks() as sent:
         still_active = jobs_sweep()
@@ -87,7 +88,8 @@ def test_sweep_queues_again_a_running_job_whose_lock_is_free(make_job, django_ca
     job.refresh_from_db()
     assert (job.status, job.attempts, still_active) == ("queued", 1, True)
     assert len(sent) == 1  # the job's task, once
-    assert not _progress_path(job.pk).exists()  # the page no longer shows the dead attempt's "30%"
+    # the page no longer shows the dead attempt's "30%"
+    assert not (Path(settings.MEDIA_ROOT) / _progress_name(job.pk)).exists()
 
 
 def test_sweep_leaves_alone_a_running_job_whose_lock_is_held(make_job, django_capture_on_commit_callbacks):
@@ -109,7 +111,7 @@ def test_the_third_dead_attempt_marks_the_job_failed_with_a_retry(make_job, djan
     job.refresh_from_db()
     assert (job.status, job.failure, job.error, len(sent)) == ("failed", "stopped", STOPPED, 0)
     assert job.finished_at is not None and job.can_retry
-    assert Path(job.upload_dir).is_dir()  # kept for the retry
+    assert (Path(settings.MEDIA_ROOT) / job.upload_dir).is_dir()  # kept for the retry
 
 
 def test_a_job_queued_for_long_is_sent_again(make_job, settings, django_capture_on_commit_callbacks):
@@ -162,7 +164,7 @@ def test_a_refused_upload_is_deleted_at_once_and_cannot_be_retried(project, mana
     job = import_job_run(job_id=job.pk)
 
     assert (job.status, job.failure, job.can_retry) == ("failed", "refused", False)
-    assert not Path(job.upload_dir).exists()
+    assert not (Path(settings.MEDIA_ROOT) / job.upload_dir).exists()
     client.force_login(manager)
     html = client.get(reverse("import_job_detail", args=[project.slug, job.pk])).content.decode()
     assert "The upload was refused, so it has been deleted" in html and "Retry" not in html
@@ -180,7 +182,7 @@ def test_an_import_that_crashed_keeps_its_upload_and_offers_retry(project, manag
     job = import_job_run(job_id=job.pk)
 
     assert (job.status, job.failure, job.can_retry) == ("failed", "stopped", True)
-    assert Path(job.upload_dir).is_dir()
+    assert (Path(settings.MEDIA_ROOT) / job.upload_dir).is_dir()
     client.force_login(manager)
     html = client.get(reverse("import_job_detail", args=[project.slug, job.pk])).content.decode()
     assert "the files were not at fault" in html and "The upload is kept until" in html
@@ -198,7 +200,7 @@ def test_the_sweep_deletes_kept_uploads_after_the_keep_time(make_job, settings, 
     recent.refresh_from_db()
     assert (old.upload_dir, old.can_retry) == ("", False)
     assert not (Path(settings.MEDIA_ROOT) / "imports" / str(old.pk)).exists()
-    assert recent.can_retry and Path(recent.upload_dir).is_dir()
+    assert recent.can_retry and (Path(settings.MEDIA_ROOT) / recent.upload_dir).is_dir()
     client.force_login(manager)
     html = client.get(reverse("import_job_detail", args=[project.slug, old.pk])).content.decode()
     assert "The upload has been deleted since: upload the files again." in html
@@ -219,7 +221,7 @@ def test_the_sweep_removes_the_upload_of_a_request_that_died_before_committing(
             job = import_job_create(project=project, by=manager, files=[SimpleUploadedFile(name, b"hello\n")])
             raise RuntimeError("the process dies before the commit")
         assert not ImportJob.objects.filter(pk=job.pk).exists()
-        return Path(job.upload_dir)
+        return (Path(settings.MEDIA_ROOT) / job.upload_dir)
 
     folder = dead_request("orphan.log")
     assert (folder / "orphan.log").is_file()  # the half-stored upload the issue warns of
@@ -230,7 +232,7 @@ def test_the_sweep_removes_the_upload_of_a_request_that_died_before_committing(
     settings.MAST_IMPORT_ORPHAN_MINUTES = 0
     jobs_sweep()
     assert not folder.exists()
-    assert Path(live.upload_dir).is_dir() and ImportJob.objects.filter(pk=live.pk).exists()
+    assert (Path(settings.MEDIA_ROOT) / live.upload_dir).is_dir() and ImportJob.objects.filter(pk=live.pk).exists()
 
 
 # ---------------------------------------------------------------- retry
