@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest_paths import subprocess_database_url
+from tests.processes import WorkerProcess
 
 REPO = Path(__file__).resolve().parent
 SHARED = REPO.parent / "shared"
@@ -214,79 +212,11 @@ def celery_worker_process(transactional_db, settings):
     env = dict(os.environ)
     env["DATABASE_URL"] = subprocess_database_url()
     env["CELERY_BROKER_URL"] = settings.CELERY_BROKER_URL
-    handle = _Worker(env)
+    handle = WorkerProcess(env)
     handle.purge()
     handle.start()
     yield handle
     handle.stop()
-
-
-class _Worker:
-    def __init__(self, env: dict):
-        self.env = env
-        self.proc: subprocess.Popen | None = None
-        self.log = ARTIFACTS / "celery-worker.log"
-
-    def purge(self) -> None:
-        subprocess.run(
-            [sys.executable, "-m", "celery", "-A", "mast_site", "purge", "-f"],
-            cwd=REPO,
-            env=self.env,
-            capture_output=True,
-            timeout=60,
-        )
-
-    def start(self, concurrency: int = 4, name: str = "test") -> None:
-        ARTIFACTS.mkdir(exist_ok=True)
-        offset = self.log.stat().st_size if self.log.exists() else 0
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "mast_site",
-                "worker",
-                "-l",
-                "INFO",
-                "-P",
-                "threads",
-                f"--concurrency={concurrency}",
-                "-n",
-                f"{name}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=REPO,
-            env=self.env,
-            stdout=self.log.open("ab"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            with self.log.open("rb") as fh:
-                fh.seek(offset)
-                if b"ready." in fh.read():
-                    return
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"celery worker exited early; see {self.log}")
-            time.sleep(0.2)
-        raise RuntimeError(f"celery worker not ready after 30 s; see {self.log}")
-
-    def kill(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 # ---------------------------------------------------------------- object storage

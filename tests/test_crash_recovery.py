@@ -23,11 +23,8 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,6 +42,7 @@ from tests.annotations.releases_factories import closed_round
 from tests.annotations.releases_factories import make_trace as make_release_trace
 from tests.annotations.workspace_factories import make_trace
 from tests.llm_server import LLMServer, Reply, codes_of, good_answer
+from tests.processes import WebProcess, free_port
 from tests.test_job_recovery import DEMO_LOG, RECOVERY, WORKER_ENV, no_release_folders_left  # noqa: F401
 from traces.importing.jobs import import_job_create, import_job_progress
 from traces.models import ImportJob, Trace
@@ -288,19 +286,13 @@ def test_a_baseline_run_whose_database_connections_drop_labels_each_trace_once(w
 # ---------------------------------------------------------------- the broker restarts
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class _Redis:
     """A private redis-server, no persistence: a restart loses every message, as a crash would."""
 
     def __init__(self):
         if not shutil.which("redis-server"):
             pytest.fail("redis-server not found: install Debian's redis-server")
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen | None = None
 
@@ -438,56 +430,9 @@ def test_a_queued_baseline_run_survives_a_broker_restart_that_loses_its_message(
 # ---------------------------------------------------------------- a web process killed mid-request
 
 
-class _Web:
-    """gunicorn on the test database, as production runs it (bench/benchdb.py start_gunicorn)."""
-
-    def __init__(self):
-        db = connection.settings_dict
-        self.env = dict(os.environ)
-        host, port = db["HOST"] or "127.0.0.1", db["PORT"] or 5432
-        self.env["DATABASE_URL"] = f"postgres://{db['USER']}@{host}:{port}/{db['NAME']}"
-        self.env.update(
-            DEBUG="false", SECRET_KEY="crash-test-only-secret-key-0123456789abcdefghijklmnopqrstuvwxyz",
-            ALLOWED_HOSTS="127.0.0.1,localhost", SECURE_SSL_REDIRECT="false", MANIFEST_STATIC="false",
-        )  # fmt: skip
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        ARTIFACTS.mkdir(exist_ok=True)
-        log = (ARTIFACTS / "gunicorn-crash.log").open("ab")
-        cmd = [str(Path(sys.executable).parent / "gunicorn"), "mast_site.wsgi", "-b", f"127.0.0.1:{self.port}"]
-        cmd += ["-w", "1", "-k", "gthread", "--threads", "2"]
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)  # fmt: skip
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/login/", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        self.kill()
-        raise RuntimeError("gunicorn did not start; see test-artifacts/gunicorn-crash.log")
-
-    def request(self, method: str, path: str, token: str, body: bytes, content_type: str) -> tuple[int, dict]:
-        req = urllib.request.Request(f"{self.url}{path}", data=body, method=method)
-        req.add_header("Authorization", f"Token {token}")
-        req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 9)
-            self.proc.wait(timeout=10)
-
-
 @pytest.fixture
 def web(transactional_db):
-    server = _Web()
+    server = WebProcess()
     yield server
     server.kill()
 
