@@ -43,37 +43,12 @@ DROP FUNCTION IF EXISTS annotations_refuse_done_release();
 DROP FUNCTION IF EXISTS annotations_refuse_done_release_file();
 """
 
-SQLITE_MSG = "'release is published and immutable'"
-SQLITE_DONE = "(SELECT status FROM annotations_release WHERE id = {}.release_id) = 'done'"
-
-
 def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(PG_SQL, params=None)
-    elif vendor == "sqlite":
-        for op in ("UPDATE", "DELETE"):
-            schema_editor.execute(
-                f"CREATE TRIGGER annotations_release_immutable_{op.lower()} BEFORE {op} ON annotations_release "
-                f"WHEN OLD.status = 'done' BEGIN SELECT RAISE(ABORT, {SQLITE_MSG}); END",
-                params=None,
-            )
-        for op, row in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD")):
-            schema_editor.execute(
-                f"CREATE TRIGGER annotations_releasefile_immutable_{op.lower()} BEFORE {op} ON "
-                f"annotations_releasefile WHEN {SQLITE_DONE.format(row)} BEGIN SELECT RAISE(ABORT, {SQLITE_MSG}); END",
-                params=None,
-            )
+    schema_editor.execute(PG_SQL, params=None)
 
 
 def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(PG_DROP, params=None)
-    elif vendor == "sqlite":
-        for name in ("release_immutable_update", "release_immutable_delete", "releasefile_immutable_insert",
-                     "releasefile_immutable_update", "releasefile_immutable_delete"):
-            schema_editor.execute(f"DROP TRIGGER IF EXISTS annotations_{name}", params=None)
+    schema_editor.execute(PG_DROP, params=None)
 
 
 class Migration(migrations.Migration):

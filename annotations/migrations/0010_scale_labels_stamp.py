@@ -3,8 +3,8 @@ behind the agreed labels (``annotations_adjudication``, ``annotations_round``).
 
 Triggers rather than service calls because adjudications are also written by imports, admin,
 COPY (benchmarks) and cascades, and a cache keyed on a stamp that one path forgets to bump would
-serve stale figures. PostgreSQL: one statement-level trigger per operation (transition tables, so
-a COPY of a million adjudications bumps once); SQLite: row-level triggers. The saves path
+serve stale figures. One statement-level trigger per operation (transition tables, so a COPY of a
+million adjudications bumps once). The saves path
 (annotations, mode labels) has no trigger: its fingerprints stay aggregates.
 """
 
@@ -58,47 +58,24 @@ PG_REFERENCING = {
 }
 
 
-def _sqlite_project(table: str, row: str) -> str:
-    if TABLES[table] == "round":
-        return f"SELECT project_id, 1 FROM annotations_round WHERE id = {row}.round_id"
-    return f"SELECT {row}.project_id, 1 WHERE 1"  # the WHERE lets SQLite parse the upsert
-
-
 def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-
     def run(sql):
         schema_editor.execute(sql, params=None)
 
-    if vendor == "postgresql":
-        run(PG_FUNCTION)
-        for table, kind in TABLES.items():
-            for op, referencing in PG_REFERENCING.items():
-                run(
-                    f"CREATE TRIGGER {table}_stamp_{op.lower()} AFTER {op} ON {table} {referencing} "
-                    f"FOR EACH STATEMENT EXECUTE FUNCTION annotations_labels_stamp_bump('{kind}')"
-                )
-    elif vendor == "sqlite":
-        for table in TABLES:
-            for op, rows in (("INSERT", ["NEW"]), ("DELETE", ["OLD"]), ("UPDATE", ["OLD", "NEW"])):
-                body = " ".join(
-                    f"INSERT INTO {STAMP} (project_id, version) {_sqlite_project(table, row)} "
-                    f"ON CONFLICT (project_id) DO UPDATE SET version = version + 1;"
-                    for row in rows
-                )
-                run(f"CREATE TRIGGER {table}_stamp_{op.lower()} AFTER {op} ON {table} BEGIN {body} END")
+    run(PG_FUNCTION)
+    for table, kind in TABLES.items():
+        for op, referencing in PG_REFERENCING.items():
+            run(
+                f"CREATE TRIGGER {table}_stamp_{op.lower()} AFTER {op} ON {table} {referencing} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION annotations_labels_stamp_bump('{kind}')"
+            )
 
 
 def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor not in ("postgresql", "sqlite"):
-        return
     for table in TABLES:
         for op in ("insert", "update", "delete"):
-            on = f" ON {table}" if vendor == "postgresql" else ""
-            schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_stamp_{op}{on}", params=None)
-    if vendor == "postgresql":
-        schema_editor.execute("DROP FUNCTION IF EXISTS annotations_labels_stamp_bump()", params=None)
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS {table}_stamp_{op} ON {table}", params=None)
+    schema_editor.execute("DROP FUNCTION IF EXISTS annotations_labels_stamp_bump()", params=None)
 
 
 class Migration(migrations.Migration):

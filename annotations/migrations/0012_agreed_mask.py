@@ -14,8 +14,6 @@ The rules, all in the database so that no write path can forget them:
 * a recompute first locks the project's ``LabelsStamp`` row (which every adjudication and round
   write locks anyway), then reads the rows in fresh statements, so two transactions writing the
   same (round, trace) cannot leave a mask computed from a snapshot without the other's rows.
-
-SQLite gets the table but no triggers; readers there fold the adjudications from scratch.
 """
 
 import django.db.models.deletion
@@ -165,8 +163,6 @@ FUNCTIONS = ["pairs(bigint[], bigint[])", "rounds(bigint[])", "adjudication()", 
 
 
 def forwards(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     schema_editor.execute(PG_FUNCTIONS, params=None)
     for name, table, op, referencing, function in TRIGGERS:
         schema_editor.execute(
@@ -181,8 +177,6 @@ def forwards(apps, schema_editor):
 
 
 def backwards(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for name, table, *_ in TRIGGERS:
         schema_editor.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}", params=None)
     for f in FUNCTIONS:

@@ -35,55 +35,30 @@ END $$ LANGUAGE plpgsql;
 
 
 def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
     def run(sql):
         schema_editor.execute(sql, params=None)
 
-    if vendor == "postgresql":
-        run(PG_FUNCTIONS)
-        for table in CHILD_TABLES:
-            run(
-                f"CREATE TRIGGER {table}_immutable BEFORE INSERT OR UPDATE OR DELETE ON {table} "
-                "FOR EACH ROW EXECUTE FUNCTION taxonomy_refuse_published_child()"
-            )
+    run(PG_FUNCTIONS)
+    for table in CHILD_TABLES:
         run(
-            "CREATE TRIGGER taxonomy_version_immutable BEFORE UPDATE OR DELETE ON "
-            "taxonomy_taxonomyversion FOR EACH ROW EXECUTE FUNCTION taxonomy_refuse_published_version()"
+            f"CREATE TRIGGER {table}_immutable BEFORE INSERT OR UPDATE OR DELETE ON {table} "
+            "FOR EACH ROW EXECUTE FUNCTION taxonomy_refuse_published_child()"
         )
-    elif vendor == "sqlite":
-        msg = "'taxonomy version is published and immutable'"
-        pub = "(SELECT status FROM taxonomy_taxonomyversion WHERE id = {}.version_id) = 'published'"
-        for table in CHILD_TABLES:
-            for op, row in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD")):
-                run(
-                    f"CREATE TRIGGER {table}_immutable_{op.lower()} BEFORE {op} ON {table} "
-                    f"WHEN {pub.format(row)} BEGIN SELECT RAISE(ABORT, {msg}); END"
-                )
-        for op in ("UPDATE", "DELETE"):
-            run(
-                f"CREATE TRIGGER taxonomy_version_immutable_{op.lower()} BEFORE {op} ON "
-                f"taxonomy_taxonomyversion WHEN OLD.status = 'published' "
-                f"BEGIN SELECT RAISE(ABORT, {msg}); END"
-            )
+    run(
+        "CREATE TRIGGER taxonomy_version_immutable BEFORE UPDATE OR DELETE ON "
+        "taxonomy_taxonomyversion FOR EACH ROW EXECUTE FUNCTION taxonomy_refuse_published_version()"
+    )
 
 
 def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
     def run(sql):
         schema_editor.execute(sql, params=None)
 
-    if vendor == "postgresql":
-        for table in CHILD_TABLES:
-            run(f"DROP TRIGGER IF EXISTS {table}_immutable ON {table}")
-        run("DROP TRIGGER IF EXISTS taxonomy_version_immutable ON taxonomy_taxonomyversion")
-        run("DROP FUNCTION IF EXISTS taxonomy_refuse_published_child()")
-        run("DROP FUNCTION IF EXISTS taxonomy_refuse_published_version()")
-    elif vendor == "sqlite":
-        for table in CHILD_TABLES:
-            for op in ("insert", "update", "delete"):
-                run(f"DROP TRIGGER IF EXISTS {table}_immutable_{op}")
-        for op in ("update", "delete"):
-            run(f"DROP TRIGGER IF EXISTS taxonomy_version_immutable_{op}")
+    for table in CHILD_TABLES:
+        run(f"DROP TRIGGER IF EXISTS {table}_immutable ON {table}")
+    run("DROP TRIGGER IF EXISTS taxonomy_version_immutable ON taxonomy_taxonomyversion")
+    run("DROP FUNCTION IF EXISTS taxonomy_refuse_published_child()")
+    run("DROP FUNCTION IF EXISTS taxonomy_refuse_published_version()")
 
 
 class Migration(migrations.Migration):

@@ -23,16 +23,12 @@ INDEXES = [
 
 
 def forwards(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     for name, definition in INDEXES:
         schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON traces_trace {definition}")
 
 
 def backwards(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for name, _ in INDEXES:
         schema_editor.execute(f"DROP INDEX IF EXISTS {name}")
 

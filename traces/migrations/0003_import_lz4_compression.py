@@ -2,7 +2,7 @@
 
 Storing a 200 MB MAST-Data file writes every byte twice (the raw text and the steps); pglz
 compression of those TOASTed values is a large share of the server's COPY time, lz4 is several
-times faster at a similar ratio. Only new values are affected; SQLite is left alone.
+times faster at a similar ratio. Only new values are affected.
 """
 
 from django.db import migrations
@@ -13,7 +13,7 @@ COLUMNS = [("traces_trace", "raw_text"), ("traces_step", "content")]
 def _set(method):
     def run(apps, schema_editor):
         conn = schema_editor.connection
-        if conn.vendor != "postgresql" or conn.pg_version < 140000:
+        if conn.pg_version < 140000:
             return
         with conn.cursor() as cursor:
             cursor.execute(

@@ -13,8 +13,6 @@ INDEXES = ["trace_task_trgm", "trace_title_trgm", "trace_external_id_trgm"]
 
 def _fastupdate(value: str):
     def run(apps, schema_editor):
-        if schema_editor.connection.vendor != "postgresql":
-            return
         for name in INDEXES:
             schema_editor.execute(f"ALTER INDEX IF EXISTS {name} SET (fastupdate = {value})")
             if value == "off":

@@ -3,7 +3,7 @@
 A trace's task (a benchmark's problem statement runs to kilobytes) and metadata, a step's
 details and an import's report are TOASTed when large, with pglz by default; lz4 compresses and
 decompresses several times faster at a similar ratio. Only values written from now on change;
-SQLite (the demo) and servers built without lz4 are left alone, as in 0003.
+Servers built without lz4 are left alone, as in 0003.
 """
 
 from django.db import migrations
@@ -19,7 +19,7 @@ COLUMNS = [
 def _set(method):
     def run(apps, schema_editor):
         conn = schema_editor.connection
-        if conn.vendor != "postgresql" or conn.pg_version < 140000:
+        if conn.pg_version < 140000:
             return
         with conn.cursor() as cursor:
             cursor.execute(

@@ -3,9 +3,8 @@
 The dashboard caches the traces' columns (framework, LLM, benchmark, outcome, sizes) and the
 filter choices under the traces' count and highest id, which move with every import and
 deletion; an edit in place (admin, shell, SQL) moves neither, so without this number a corrected
-framework name would show its old value until the cache entry expired. PostgreSQL: one
-statement-level trigger (a transition table, so an UPDATE of many rows bumps once per project);
-SQLite: a row-level trigger.
+framework name would show its old value until the cache entry expired. One statement-level
+trigger (a transition table, so an UPDATE of many rows bumps once per project).
 """
 
 import django.db.models.deletion
@@ -25,31 +24,18 @@ END $$ LANGUAGE plpgsql;
 
 
 def forwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute(PG_FUNCTION, params=None)
-        schema_editor.execute(
-            "CREATE TRIGGER traces_trace_stamp_update AFTER UPDATE ON traces_trace "
-            "REFERENCING OLD TABLE AS stamp_old NEW TABLE AS stamp_new "
-            "FOR EACH STATEMENT EXECUTE FUNCTION traces_traces_stamp_bump()",
-            params=None,
-        )
-    elif vendor == "sqlite":
-        body = " ".join(
-            f"INSERT INTO {STAMP} (project_id, version) SELECT {row}.project_id, 1 WHERE 1 "
-            f"ON CONFLICT (project_id) DO UPDATE SET version = version + 1;"
-            for row in ("OLD", "NEW")
-        )
-        schema_editor.execute(f"CREATE TRIGGER traces_trace_stamp_update AFTER UPDATE ON traces_trace BEGIN {body} END")
+    schema_editor.execute(PG_FUNCTION, params=None)
+    schema_editor.execute(
+        "CREATE TRIGGER traces_trace_stamp_update AFTER UPDATE ON traces_trace "
+        "REFERENCING OLD TABLE AS stamp_old NEW TABLE AS stamp_new "
+        "FOR EACH STATEMENT EXECUTE FUNCTION traces_traces_stamp_bump()",
+        params=None,
+    )
 
 
 def backwards(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "postgresql":
-        schema_editor.execute("DROP TRIGGER IF EXISTS traces_trace_stamp_update ON traces_trace", params=None)
-        schema_editor.execute("DROP FUNCTION IF EXISTS traces_traces_stamp_bump()", params=None)
-    elif vendor == "sqlite":
-        schema_editor.execute("DROP TRIGGER IF EXISTS traces_trace_stamp_update", params=None)
+    schema_editor.execute("DROP TRIGGER IF EXISTS traces_trace_stamp_update ON traces_trace", params=None)
+    schema_editor.execute("DROP FUNCTION IF EXISTS traces_traces_stamp_bump()", params=None)
 
 
 class Migration(migrations.Migration):
