@@ -24,6 +24,12 @@ app.conf.imports = (
 # Each repeats with a countdown while it has work; the jobs sweep, sent on connect, also sends every
 # queued job's task again (a restarted broker may have lost it; a duplicate exits at once).
 SWEEPS = {"traces.jobs_sweep": {"resend_queued": True}, "annotations.judge_sweep": {}}
+# A countdown message is delivered at once to one worker, which holds it (reserved, unacknowledged)
+# until it is due: if that worker is killed, the sweep's next run waits for Redis's visibility
+# timeout (15 minutes) and the jobs the dead worker held wait with it, though other workers live.
+# So every worker also sends a one-off sweep of each kind (no repeat: no chain multiplies) every
+# MAST_JOB_SWEEP_SECONDS; found by tests/test_cluster.py (two workers, one killed mid judge run).
+BACKSTOP_SWEEPS = {"traces.jobs_sweep": {"repeat": False}, "annotations.judge_sweep": {"repeat": False}}
 
 
 class SweepOnConnect(bootsteps.StartStopStep):
@@ -37,8 +43,17 @@ class SweepOnConnect(bootsteps.StartStopStep):
     requires = {"celery.worker.consumer.tasks:Tasks"}
 
     def start(self, c) -> None:
+        from django.conf import settings
+
         for name, kwargs in SWEEPS.items():
             c.app.send_task(name, kwargs=kwargs, countdown=1)
+
+        def backstop() -> None:
+            for name, kwargs in BACKSTOP_SWEEPS.items():
+                c.app.send_task(name, kwargs=kwargs)
+
+        # the consumer's timer is cleared when its connection closes, and this runs again on connect
+        c.timer.call_repeatedly(float(settings.MAST_JOB_SWEEP_SECONDS), backstop)
 
 
 app.steps["consumer"].add(SweepOnConnect)

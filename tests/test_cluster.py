@@ -58,6 +58,14 @@ def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
+def _last_received(log: Path, offset: int, task: str) -> str:
+    """The log time of the last message of ``task`` the worker received after ``offset`` ("" if none)."""
+    with log.open("rb") as fh:
+        fh.seek(offset)
+        lines = [line for line in fh.read().decode(errors="replace").splitlines() if f"Task {task}[" in line]
+    return lines[-1][:25] if lines else ""
+
+
 def _tasks_received(log: Path, offset: int, task: str) -> int:
     with log.open("rb") as fh:
         fh.seek(offset)
@@ -99,7 +107,7 @@ def test_two_webs_and_two_workers_share_only_the_database_redis_and_the_object_s
     cluster, project, manager, mast_version
 ):
     web_a, web_b = cluster["webs"]
-    worker_1, worker_2 = cluster["workers"]
+    workers = cluster["workers"]
     server, bucket = cluster["s3"]
     token = _token(manager)
 
@@ -121,8 +129,8 @@ def test_two_webs_and_two_workers_share_only_the_database_redis_and_the_object_s
     assert Trace.objects.filter(project=project, import_job_id=job["id"]).count() == 1
     assert server.keys(bucket) == []  # the upload is removed once stored
 
-    # A judge run spreads over both workers; worker 1 dies mid-run; worker 2 finishes it.
-    offsets = [w.log.stat().st_size for w in (worker_1, worker_2)]
+    # A judge run spreads over both workers; one dies mid-run; the other finishes it.
+    offsets = [w.log.stat().st_size for w in workers]
     llm = LLMServer(default=lambda b: Reply(good_answer(codes_of(b), codes_of(b)[:1]), delay=0.3)).start()
     try:
         make_judge_traces(project, 24)
@@ -130,10 +138,14 @@ def test_two_webs_and_two_workers_share_only_the_database_redis_and_the_object_s
             project=project, by=manager, provider="openai", base_url=llm.url, model="k", concurrency=6, timeout=3
         )
         assert wait_for(lambda: JudgeRun.objects.get(pk=run.pk).n_done >= 6, timeout=60), "the run never started"
-        pairs = zip((worker_1, worker_2), offsets, strict=True)
+        pairs = zip(workers, offsets, strict=True)
         received = [_tasks_received(w.log, o, "annotations.prelabel_trace") for w, o in pairs]
         assert all(received), f"judge items received per worker: {received} (both should have some)"
-        worker_1.kill()
+        # Kill the worker holding the judge sweep's next countdown, if one does: the sweep must
+        # still come back from the other (a backstop each worker sends, mast_site/celery.py).
+        holding = [_last_received(w.log, o, "annotations.judge_sweep") for w, o in zip(workers, offsets, strict=True)]
+        victim = workers[1] if holding[1] > holding[0] else workers[0]
+        victim.kill()
         assert JudgeRun.objects.get(pk=run.pk).n_done < 25, "the run finished before the kill: make it slower"
         assert wait_for(lambda: not JudgeRun.objects.get(pk=run.pk).is_active, timeout=90), "the run never finished"
     finally:

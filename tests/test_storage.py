@@ -104,6 +104,10 @@ def test_put_replaces_a_file_and_reads_back_on_both_backends(backend):
     storage.delete_tree("imports/7")
     assert storage.names_under("imports/7") == [] and not storage.exists_tree("imports/7")
     storage.delete("imports/7/run.json")  # gone already: no error
+    storage.put("keep.txt", b"x")
+    with pytest.raises(ValueError, match="refusing to delete the whole storage"):
+        storage.delete_tree("/")
+    assert storage.read_bytes("keep.txt") == b"x"
 
 
 def test_fetch_copies_a_stored_file_to_a_local_path(backend, tmp_path):

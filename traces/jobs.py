@@ -19,7 +19,9 @@ follow these rules; judge runs have their own per-item leases (``annotations.jud
   first, like the sweep does.
 * **The sweep** (task ``traces.jobs_sweep``) runs when a worker connects to the broker (it
   starts, or the broker came back) and then every ``MAST_JOB_SWEEP_SECONDS`` while any job is
-  queued or running. A running job whose lock is free
+  queued or running (a countdown message, which the worker that reserved it holds until it is due;
+  so every live worker also sends a one-off sweep every ``MAST_JOB_SWEEP_SECONDS``, in case the
+  worker holding the next one died: mast_site/celery.py). A running job whose lock is free
   lost its worker: the kind's ``reset`` removes what the attempt left (the database part rolled
   back with the dead connection), and the job is queued again, or, once ``MAST_JOB_MAX_ATTEMPTS``
   attempts have died, marked failed with the kind's message. A job queued for longer than
@@ -305,8 +307,9 @@ def job_retry(
 
 
 @shared_task(name="traces.jobs_sweep", acks_late=True, ignore_result=True)
-def jobs_sweep_task(resend_queued: bool = False) -> None:
+def jobs_sweep_task(resend_queued: bool = False, repeat: bool = True) -> None:
     """Recover import and release jobs whose worker died; repeats while any job is queued or running.
-    A worker sends it with ``resend_queued`` when it connects to the broker (mast_site/celery.py)."""
-    if jobs_sweep(resend_queued=resend_queued):
+    A worker sends it with ``resend_queued`` when it connects to the broker, and with
+    ``repeat=False`` every MAST_JOB_SWEEP_SECONDS as a backstop (mast_site/celery.py)."""
+    if jobs_sweep(resend_queued=resend_queued) and repeat:
         jobs_sweep_task.apply_async(countdown=sweep_seconds())

@@ -156,7 +156,10 @@ def exists_tree(prefix: str) -> bool:
 
 
 def delete_tree(prefix: str) -> None:
-    """Delete every file under the folder ``prefix`` (and the folder itself on a local disk)."""
+    """Delete every file under the folder ``prefix`` (and the folder itself on a local disk).
+    Refuses the storage's root (an empty prefix), which no caller means."""
+    if not prefix.strip("/"):
+        raise ValueError("delete_tree: refusing to delete the whole storage (an empty folder name)")
     path = local_path(prefix.strip("/"))
     if path is not None:
         shutil.rmtree(path, ignore_errors=True)

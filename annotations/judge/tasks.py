@@ -40,8 +40,10 @@ def prelabel_trace(item_id: int, claim: int | None = None) -> str:
 
 
 @shared_task(name="annotations.judge_sweep", acks_late=True, ignore_result=True)
-def judge_sweep_task() -> None:
+def judge_sweep_task(repeat: bool = True) -> None:
     """Re-dispatch running runs (re-claims items whose worker died); repeats while runs are running.
+    ``repeat=False``: the one-off backstop every live worker sends (mast_site/celery.py), since
+    the worker holding the next countdown may be the one that died.
 
     A sweep that fails (the database dropped the worker's connection: a restart, a failover)
     still sends the next one: it is the only thing that brings the runs of a dead worker back."""
@@ -50,5 +52,5 @@ def judge_sweep_task() -> None:
     except Exception:
         logger.exception("the judge sweep failed; trying again in %s s", sweep_seconds())
         wait = sweep_seconds()
-    if wait is not None:
+    if wait is not None and repeat:
         judge_sweep_task.apply_async(countdown=wait)
