@@ -56,26 +56,34 @@ def wilson(k: int, n: int) -> Share:
     return Share(p, max(0.0, centre - half), min(1.0, centre + half), n)
 
 
-def ppi_mean(y_labelled: np.ndarray, f_labelled: np.ndarray, f_unlabelled: np.ndarray) -> Share:
-    """Prediction-powered estimate of the mean of y, with its 95% interval (module docstring)."""
+def ppi_parts(
+    y_labelled: np.ndarray, f_labelled: np.ndarray, f_unlabelled: np.ndarray
+) -> tuple[float, float | None, int]:
+    """(estimate, its variance, n labelled) of the prediction-powered mean of y (module
+    docstring), unclipped; the variance is None with fewer than two labelled traces. For an
+    interval use ppi_mean; experiments combine the parts of two cohorts."""
     y = np.asarray(y_labelled, dtype=float)
     fl = np.asarray(f_labelled, dtype=float)
     fu = np.asarray(f_unlabelled, dtype=float)
     n, N = len(y), len(fu)
     if n == 0:
-        return Share(None, None, None, 0, "no trace has both agreed human labels and judge labels")
+        return float("nan"), None, 0
     if len(fl) != n:
         raise ValueError("y_labelled and f_labelled must have one entry per labelled trace")
     rect = y - fl
     if N == 0:  # every judged trace has human labels: the estimate is the human mean
-        theta = float(y.mean())
-        var = float(y.var(ddof=1)) / n if n > 1 else float("nan")
-    else:
-        theta = float(fu.mean() + rect.mean())
-        var_u = float(fu.var(ddof=1)) / N if N > 1 else 0.0
-        var_r = float(rect.var(ddof=1)) / n if n > 1 else float("nan")
-        var = var_u + var_r
-    if math.isnan(var):
+        return float(y.mean()), (float(y.var(ddof=1)) / n if n > 1 else None), n
+    var_u = float(fu.var(ddof=1)) / N if N > 1 else 0.0
+    var_r = float(rect.var(ddof=1)) / n if n > 1 else None
+    return float(fu.mean() + rect.mean()), (None if var_r is None else var_u + var_r), n
+
+
+def ppi_mean(y_labelled: np.ndarray, f_labelled: np.ndarray, f_unlabelled: np.ndarray) -> Share:
+    """Prediction-powered estimate of the mean of y, with its 95% interval (module docstring)."""
+    theta, var, n = ppi_parts(y_labelled, f_labelled, f_unlabelled)
+    if n == 0:
+        return Share(None, None, None, 0, "no trace has both agreed human labels and judge labels")
+    if var is None:
         return Share(min(1.0, max(0.0, theta)), None, None, n, "one labelled trace: no interval")
     half = Z95 * math.sqrt(var)
     return Share(min(1.0, max(0.0, theta)), max(0.0, theta - half), min(1.0, theta + half), n)
