@@ -8,4 +8,5 @@ urlpatterns = [
     path("", include("annotations.judge.api_urls")),
     path("", include("annotations.releases.api_urls")),
     path("", include("annotations.analytics.api_urls")),
+    path("", include("annotations.experiments.api_urls")),
 ]

@@ -201,6 +201,8 @@ def test_every_operation_of_the_generated_client_works(
                                                                                         "with_majority": True}))
     call("projects_agreed_labels_list", slug)
     call("projects_analytics_framework_modes_retrieve", slug)
+    compared = call("projects_experiments_compare_retrieve", slug, a="mas_name:ChatDev", b="llm_name:gpt-4o").parsed
+    assert compared is not None
 
     # a rater's labels from a file (multipart upload)
     lines = "\n".join(json.dumps({"source_id": f"src-{t.pk}", "modes": {"1.1": True}}) for t in traces)
