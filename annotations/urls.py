@@ -10,5 +10,6 @@ urlpatterns = [
     path("", include("annotations.judge.urls")),
     path("", include("annotations.releases.urls")),
     path("", include("annotations.analytics.urls")),
+    path("", include("annotations.experiments.urls")),
     path("", include("annotations.codes.urls")),
 ]

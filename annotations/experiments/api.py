@@ -25,7 +25,7 @@ _COHORT_HELP = (
 class ExperimentCompareApi(ProjectScopedMixin, APIView):
     """Cohort A against cohort B per failure mode and category, and task success: each share with
     its Wilson interval, the difference B - A with Newcombe's interval, the score test's p-value
-    and the p-value adjusted across modes, the smallest difference the sample sizes could detect,
+    and the p-value adjusted across modes, the smallest change (up or down) the sample sizes could detect,
     and the paired analysis over tasks that ran in both cohorts."""
 
     @extend_schema(

@@ -14,7 +14,7 @@ does on the dashboard. A trace that falls in both cohorts is left out of both an
 (independent samples). The same task in both cohorts (the trace's task text, when it has one)
 gives the paired analysis. The statistics are ``annotations.experiments.stats``.
 
-Groundwork of issue 31: the page, LaTeX and the judge-corrected source are still to come.
+Part of issue 31: LaTeX and the judge-corrected source are still to come.
 """
 
 from __future__ import annotations
@@ -104,8 +104,8 @@ def _share(k: int, n: int) -> dict:
     return {"k": k, **wilson(k, n).as_dict()}
 
 
-def _compare(name: str, label: str, ka: int, na: int, kb: int, nb: int) -> dict:
-    diff = stats.cohort_difference(ka, na, kb, nb)
+def _compare(name: str, label: str, ka: int, na: int, kb: int, nb: int, counted: str = "this mode labelled") -> dict:
+    diff = stats.cohort_difference(ka, na, kb, nb, counted=counted)
     a_share = ka / na if na else None
     return {
         "code": name,
@@ -114,7 +114,7 @@ def _compare(name: str, label: str, ka: int, na: int, kb: int, nb: int) -> dict:
         "b": _share(kb, nb),
         "difference": diff.as_dict(),
         "p_adjusted": None,
-        "min_detectable": stats.minimum_detectable_difference(a_share, na, nb) if a_share is not None else None,
+        "min_detectable": stats.minimum_detectable_change(a_share, na, nb) if a_share is not None else None,
     }
 
 
@@ -188,7 +188,7 @@ def experiment_compare(
     _adjust(exp.categories, CORRECTIONS[correction])
     sa, sb = M.success[mask_a], M.success[mask_b]
     exp.success = _compare("success", "task succeeded", int(np.nansum(sa == 1)), int(np.sum(~np.isnan(sa))),
-                           int(np.nansum(sb == 1)), int(np.sum(~np.isnan(sb))))  # fmt: skip
+                           int(np.nansum(sb == 1)), int(np.sum(~np.isnan(sb))), "a known outcome")  # fmt: skip
     return exp
 
 

@@ -8,9 +8,9 @@ Per failure mode, cohort A (say, before a change) against cohort B (after it):
 * a two-sided score test of "no difference" (the pooled z test with Miettinen and Nurminen's
   n / (n - 1) variance factor), as ``test_proportions_2indep(method="score")``; p-values are then
   adjusted across the modes (Holm, or Benjamini-Hochberg: ``annotations.analytics.stats.p_adjust``);
-* the minimum difference the two sample sizes could detect (two-sided, alpha 0.05, power 0.8, on
-  Cohen's arcsine scale, as statsmodels' ``NormalIndPower``): how far a mode would have had to move
-  to be seen, so a team knows whether "no change" means "no change" or "too few traces";
+* the minimum change, up or down, the two sample sizes could detect (two-sided, alpha 0.05, power
+  0.8, on Cohen's arcsine scale, as statsmodels' ``NormalIndPower``): how far a mode would have had
+  to move to be seen, so a team knows whether "no change" means "no change" or "too few traces";
 * when the same tasks ran in both cohorts, the paired analysis: McNemar's exact test on the
   discordant pairs (as ``statsmodels.stats.contingency_tables.mcnemar(exact=True)``) and the paired
   difference with its Wald interval;
@@ -21,7 +21,7 @@ Per failure mode, cohort A (say, before a change) against cohort B (after it):
 Undefined values are None with a reason, never 0: a cohort without traces has no share, two
 cohorts where nobody ever saw the mode have no test.
 
-Groundwork of issue 31 (experiments): the selectors, page, exports and API are still to come.
+Part of issue 31 (experiments): selectors.py, api.py and views.py use it.
 """
 
 from __future__ import annotations
@@ -75,17 +75,29 @@ def score_test(k_a: int, n_a: int, k_b: int, n_b: int) -> float | None:
     return float(2 * stats.norm.sf(abs(z)))
 
 
-def cohort_difference(k_a: int, n_a: int, k_b: int, n_b: int) -> Difference:
-    """The difference of two independent cohorts' shares: Newcombe interval, score test."""
+def cohort_difference(k_a: int, n_a: int, k_b: int, n_b: int, *, counted: str = "this mode labelled") -> Difference:
+    """The difference of two independent cohorts' shares: Newcombe interval, score test.
+    ``counted`` says what a cohort without traces lacks ("a known outcome")."""
     if n_a == 0 or n_b == 0:
         which = "A" if n_a == 0 else "B"
-        return Difference(None, None, None, None, f"cohort {which} has no trace with this mode labelled")
+        return Difference(None, None, None, None, f"cohort {which} has no trace with {counted}")
     interval = newcombe_difference(k_a, n_a, k_b, n_b)
     assert interval is not None  # both cohorts have traces
     d, low, high = interval
     p = score_test(k_a, n_a, k_b, n_b)
     why = None if p is not None else "the mode is in all or none of the traces of both cohorts: nothing to test"
     return Difference(d, low, high, p, why)
+
+
+def minimum_detectable_change(
+    share_a: float, n_a: int, n_b: int, *, alpha: float = 0.05, power: float = 0.8
+) -> float | None:
+    """The smallest change from ``share_a``, up or down, that the test would find (a fix lowers a
+    share: a fall from p is a rise from 1 - p on the arcsine scale); None when neither would be."""
+    rise = minimum_detectable_difference(share_a, n_a, n_b, alpha=alpha, power=power)
+    fall = minimum_detectable_difference(1 - share_a, n_a, n_b, alpha=alpha, power=power)
+    found = [d for d in (rise, fall) if d is not None]
+    return min(found) if found else None
 
 
 def minimum_detectable_difference(

@@ -87,6 +87,7 @@ def demo_pages() -> list[DemoPage]:
         DemoPage("analytics", f"{p}/analytics/"),
         DemoPage("analytics-frameworks", f"{p}/analytics/frameworks/"),
         DemoPage("analytics-failures-start", f"{p}/analytics/failures-start/"),
+        DemoPage("analytics-experiment", f"{p}/analytics/experiment/?a=mas_name:AG2&b=mas_name:ChatDev"),
         DemoPage("taxonomies", "/taxonomies/"),
         DemoPage("taxonomy-version", "/taxonomies/mast/v2/"),
         DemoPage("taxonomy-diff", "/taxonomies/mast/diff/"),

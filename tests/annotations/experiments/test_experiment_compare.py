@@ -49,7 +49,9 @@ def test_each_mode_is_the_statistics_of_the_two_cohorts_counts(cohorts, project,
     assert (fm13["a"]["k"], fm13["a"]["n"], fm13["b"]["k"], fm13["b"]["n"]) == (8, 10, 2, 12)
     expected = stats.cohort_difference(8, 10, 2, 12)
     assert fm13["difference"] == expected.as_dict()
-    assert fm13["min_detectable"] == pytest.approx(stats.minimum_detectable_difference(0.8, 10, 12))
+    # a fall from 80% is a rise from 20% on the arcsine scale, the smaller of the two
+    assert fm13["min_detectable"] == pytest.approx(stats.minimum_detectable_difference(0.2, 10, 12))
+    assert stats.minimum_detectable_difference(0.8, 10, 12) is None  # no rise from 80% is findable here
     # Holm over the modes that have a test: FM-1.3 and FM-2.1; the 12 modes nobody saw have none
     tested = [r for r in exp.modes if r["difference"]["p_value"] is not None]
     assert sorted(r["code"] for r in tested) == ["1.3", "2.1"]

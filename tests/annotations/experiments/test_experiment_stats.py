@@ -14,6 +14,7 @@ from statsmodels.stats.power import NormalIndPower
 from annotations.experiments.stats import (
     cohort_difference,
     mcnemar_exact,
+    minimum_detectable_change,
     minimum_detectable_difference,
     paired_difference,
     ppi_difference,
@@ -117,3 +118,12 @@ def test_a_cohort_with_fewer_than_two_human_labels_has_no_corrected_difference()
     two = (np.array([1.0, 0.0]), np.array([1.0, 0.0]), np.array([0.0, 1.0]))
     d = ppi_difference(one, two)
     assert d.value is None and "cohort A has 1 human-labelled traces" in d.undefined
+
+
+def test_the_detectable_change_is_the_smaller_of_a_rise_and_a_fall():
+    for share in (0.8, 0.1, 0.5):
+        rise = minimum_detectable_difference(share, 40, 40)
+        fall = minimum_detectable_difference(1 - share, 40, 40)  # a fall from p is a rise from 1 - p
+        assert minimum_detectable_change(share, 40, 40) == pytest.approx(min(rise, fall))
+    assert minimum_detectable_change(0.1, 40, 40) < 0.1  # down to about none: the arcsine scale
+    assert minimum_detectable_change(0.5, 1, 1) is None
