@@ -243,6 +243,7 @@ def main() -> None:
         "--keep-report", action="store_true", help="reuse the stored round report when fresh (else it is recomputed)"
     )
     ap.add_argument("--list-only", action="store_true", help="only the trace list (the rest takes minutes at 100,000)")
+    ap.add_argument("--experiment-only", action="store_true", help="only the experiment comparisons (issue 31)")
     args = ap.parse_args()
     env = bench_env(args.db, MAST_VAR_DIR=str(REPO / "var" / "bench_large"))
     fresh = create_bench_db(env, reuse=args.reuse)
@@ -273,10 +274,24 @@ def main() -> None:
         ("trace list, page 1,000", "/p/bench/traces/?page=1000"),
         ("trace list API, first page", "/api/projects/bench/traces/"),
     ]
-    for name, path in cases:
+    if not args.experiment_only:
+        for name, path in cases:
+            p50, p95, q, cpu = time_get(client, path, args.runs)
+            print(f"{name:44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    if args.list_only:
+        return
+    api = "/api/projects/bench/experiments/compare/"
+    other_llm = Trace.objects.exclude(llm_name="gpt-4o").values_list("llm_name", flat=True).first()
+    experiments = [
+        ("experiment API, two frameworks", f"{api}?a=mas_name:AG2&b=mas_name:ChatDev"),
+        ("experiment API, two LLMs", f"{api}?a=llm_name:gpt-4o&b=llm_name:{other_llm}"),
+        ("experiment page, two frameworks", "/p/bench/analytics/experiment/?a=mas_name:AG2&b=mas_name:ChatDev"),
+        ("experiment API, imported before/after", f"{api}?a=imported:..2000-01-01&b=imported:2000-01-01.."),
+    ]
+    for name, path in experiments:
         p50, p95, q, cpu = time_get(client, path, args.runs)
         print(f"{name:44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
-    if args.list_only:
+    if args.experiment_only:
         return
     p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", max(3, args.runs // 2), before=cache.clear)
     print(f"{'analytics dashboard, cache cleared':44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")

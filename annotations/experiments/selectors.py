@@ -19,7 +19,6 @@ Part of issue 31: LaTeX and the judge-corrected source are still to come.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
@@ -27,7 +26,9 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import Q
+from django.db.models.functions import MD5
 from django.utils import timezone
 
 from annotations.analytics.selectors import AGREED, FILTER_FIELDS, label_matrix
@@ -131,31 +132,37 @@ def _adjust(rows: list[dict], method: str) -> None:
             r["p_adjusted"] = float(p)
 
 
-def _task_keys(ids: np.ndarray) -> dict[int, str]:
-    rows = Trace.objects.filter(pk__in=ids.tolist()).exclude(task="").values_list("pk", "task")
-    return {pk: hashlib.sha256(task.strip().encode()).hexdigest() for pk, task in rows}
+def _task_pairs(project: Project, ca: Cohort, cb: Cohort) -> list[tuple[int, int]]:
+    """(trace in A, trace in B) per task text found in both cohorts, the first trace of each side;
+    joined in PostgreSQL on md5(task), so only the pairs cross the wire."""
+    sides = []
+    for cohort in (ca, cb):
+        qs = Trace.objects.filter(cohort.q, project=project).exclude(task="").annotate(h=MD5("task"))
+        sides.append(qs.values("id", "h").query.sql_with_params())
+    (sql_a, params_a), (sql_b, params_b) = sides
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT MIN(a.id), MIN(b.id) FROM ({sql_a}) a JOIN ({sql_b}) b ON a.h = b.h GROUP BY a.h",  # noqa: S608
+            [*params_a, *params_b],
+        )
+        return [(int(x), int(y)) for x, y in cursor.fetchall()]
 
 
-def _paired(rows: list[dict], codes: list[str], Xa, ids_a, Xb, ids_b) -> int:
-    """Adds the paired analysis to each mode row; returns the number of paired tasks."""
-    keys_a, keys_b = _task_keys(ids_a), _task_keys(ids_b)
-    first_a: dict[str, int] = {}
-    for i, pk in enumerate(ids_a.tolist()):
-        if pk in keys_a:
-            first_a.setdefault(keys_a[pk], i)
-    pairs = []
-    seen: set[str] = set()
-    for j, pk in enumerate(ids_b.tolist()):
-        key = keys_b.get(pk)
-        if key is not None and key in first_a and key not in seen:
-            seen.add(key)
-            pairs.append((first_a[key], j))
+def _paired(rows: list[dict], pairs: list[tuple[int, int]], Xa, ids_a, Xb, ids_b) -> int:
+    """Adds the paired analysis to each mode row (tasks whose two traces are both labelled and in
+    one cohort only); returns the number of such tasks."""
+    at_a = {pk: i for i, pk in enumerate(ids_a.tolist())}
+    at_b = {pk: j for j, pk in enumerate(ids_b.tolist())}
+    rows_ij = [(at_a[x], at_b[y]) for x, y in pairs if x in at_a and y in at_b]
+    ia = np.array([i for i, _ in rows_ij], dtype=int)
+    jb = np.array([j for _, j in rows_ij], dtype=int)
     for m, row in enumerate(rows):
-        both = [(Xa[i, m], Xb[j, m]) for i, j in pairs if not (np.isnan(Xa[i, m]) or np.isnan(Xb[j, m]))]
-        p = stats.paired_difference([int(x) for x, _ in both], [int(y) for _, y in both])
+        xa, xb = (Xa[ia, m], Xb[jb, m]) if len(ia) else (np.zeros(0), np.zeros(0))
+        known = ~(np.isnan(xa) | np.isnan(xb))
+        p = stats.paired_difference(xa[known].astype(int).tolist(), xb[known].astype(int).tolist())
         row["paired"] = {"n": p.n, "a_only": p.a_only, "b_only": p.b_only, "difference": p.difference,
                          "low": p.low, "high": p.high, "p_value": p.p_value, "undefined": p.undefined}  # fmt: skip
-    return len(pairs)
+    return len(rows_ij)
 
 
 def experiment_compare(
@@ -179,7 +186,7 @@ def experiment_compare(
     exp.modes = [_compare(c, M.names.get(c, ""), int(ka[i]), int(na[i]), int(kb[i]), int(nb[i]))
                  for i, c in enumerate(M.codes)]  # fmt: skip
     _adjust(exp.modes, CORRECTIONS[correction])
-    exp.n_paired = _paired(exp.modes, M.codes, Xa, ids[mask_a], Xb, ids[mask_b])
+    exp.n_paired = _paired(exp.modes, _task_pairs(project, ca, cb), Xa, ids[mask_a], Xb, ids[mask_b])
     Ca = category_matrix(Xa, M.column_categories, M.categories)
     Cb = category_matrix(Xb, M.column_categories, M.categories)
     (cka, cna), (ckb, cnb) = _columns(Ca), _columns(Cb)

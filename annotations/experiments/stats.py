@@ -34,6 +34,11 @@ from scipy import optimize, stats
 from annotations.judge.prevalence import Z95, ppi_parts, wilson
 
 
+def _sf(x: float) -> float:
+    """The standard normal's upper tail."""
+    return 0.5 * math.erfc(x / math.sqrt(2))
+
+
 @dataclass(frozen=True)
 class Difference:
     """B's share minus A's, with its 95% interval and the two-sided p-value of "no difference"."""
@@ -111,8 +116,9 @@ def minimum_detectable_difference(
     sigma = math.sqrt(1 / n_a + 1 / n_b)
     crit = stats.norm.isf(alpha / 2)
 
-    def reach(h: float) -> float:
-        return float(stats.norm.sf(crit - h / sigma) + stats.norm.cdf(-crit - h / sigma)) - power
+    def reach(h: float) -> float:  # the power at effect h, less the wanted power (math.erfc: scipy's norm
+        # costs 50 us a call, and brentq calls it ~30 times per mode)
+        return _sf(crit - h / sigma) + _sf(crit + h / sigma) - power
 
     base = math.asin(math.sqrt(min(1.0, max(0.0, share_a))))
     top = math.pi / 2 - base  # h of a rise to 1.0 is 2 * top
