@@ -1,9 +1,8 @@
-"""Experiments API: two cohorts compared per mode (JSON, or CSV with ``download=csv``). Thin."""
+"""Experiments API: two cohorts compared per mode (JSON; CSV or LaTeX with ``download=csv|tex``). Thin."""
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
@@ -11,8 +10,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotations.analytics.selectors import AGREED, dashboard_sources
-from annotations.experiments.exports import experiment_csv
+from annotations.experiments.exports import DOWNLOADS
 from annotations.experiments.selectors import experiment_as_dict, experiment_compare
+from annotations.experiments.views import experiment_download
 from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
 
@@ -34,9 +34,15 @@ class ExperimentCompareApi(ProjectScopedMixin, APIView):
             OpenApiParameter("b", str, required=True, description=_COHORT_HELP),
             OpenApiParameter("rater", str, description='"agreed" (default) or the id of a rater you may see.'),
             OpenApiParameter("correction", str, enum=["holm", "bh"], description="Across modes; default holm."),
-            OpenApiParameter("download", str, enum=["csv"], description="csv: the same figures as a CSV file."),
+            OpenApiParameter(
+                "download", str, enum=["csv", "tex"], description="As a CSV file or a LaTeX (booktabs) table."
+            ),
         ],
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT), (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)},
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT),
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
+            (200, "application/x-tex"): OpenApiResponse(OpenApiTypes.STR),
+        },
     )
     def get(self, request, slug):
         params = request.query_params
@@ -50,8 +56,6 @@ class ExperimentCompareApi(ProjectScopedMixin, APIView):
             )  # fmt: skip
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None
-        if params.get("download") == "csv":
-            response = HttpResponse(experiment_csv(exp), content_type="text/csv; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="{self.project.slug}-experiment.csv"'
-            return response
+        if params.get("download") in DOWNLOADS:
+            return experiment_download(exp, params["download"], self.project.slug)
         return Response(experiment_as_dict(exp))

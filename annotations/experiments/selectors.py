@@ -14,7 +14,7 @@ does on the dashboard. A trace that falls in both cohorts is left out of both an
 (independent samples). The same task in both cohorts (the trace's task text, when it has one)
 gives the paired analysis. The statistics are ``annotations.experiments.stats``.
 
-Part of issue 31: LaTeX and the judge-corrected source are still to come.
+Part of issue 31: the judge-corrected source is still to come.
 """
 
 from __future__ import annotations

@@ -9,9 +9,17 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotations.analytics.selectors import AGREED, dashboard_filter_choices, dashboard_sources
-from annotations.experiments.exports import experiment_csv
+from annotations.experiments.exports import DOWNLOADS, experiment_file
 from annotations.experiments.selectors import experiment_compare
 from traces.projects.selectors import project_get_for_user
+
+
+def experiment_download(exp, kind: str, slug: str) -> HttpResponse:
+    """The experiment as a CSV or LaTeX file (exports.DOWNLOADS), for the page and the API."""
+    content_type, ext = DOWNLOADS[kind]
+    response = HttpResponse(experiment_file(exp, kind), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{slug}-experiment.{ext}"'
+    return response
 
 
 def _pct(v: float | None, signed: bool = False) -> str:
@@ -55,10 +63,9 @@ def experiment_page(request, slug):
             exp = experiment_compare(user=request.user, project=project, a=a, b=b, source=source, correction=correction)
         except ValidationError as exc:
             errors = {k: " ".join(v) for k, v in exc.message_dict.items()}
-    if exp is not None and request.GET.get("download") == "csv":
-        response = HttpResponse(experiment_csv(exp), content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{project.slug}-experiment.csv"'
-        return response
+    kind = request.GET.get("download", "")
+    if exp is not None and kind in DOWNLOADS:
+        return experiment_download(exp, kind, project.slug)
     choices = dashboard_filter_choices(project=project)
     suggestions = [f"{field}:{value}" for field, values in choices.items() for value in values]
     return render(

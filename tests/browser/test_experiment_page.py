@@ -36,6 +36,9 @@ def test_a_researcher_compares_two_variants_and_reads_the_table(page, live_serve
     with page.expect_download() as download:
         page.get_by_role("link", name="CSV").click()
     assert download.value.suggested_filename == f"{project.slug}-experiment.csv"
+    with page.expect_download() as download:
+        page.get_by_role("link", name="LaTeX").click()
+    assert "\\toprule" in download.value.path().read_text(encoding="utf-8")
 
     page.get_by_label("Cohort A").fill("team:red")
     page.get_by_role("button", name="Compare").click()

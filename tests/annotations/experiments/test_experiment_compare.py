@@ -116,6 +116,11 @@ def test_the_api_answers_json_and_csv_and_refuses_a_bad_cohort(cohorts, project,
     assert (fm13["a_present"], fm13["a_known"], fm13["b_present"], fm13["b_known"]) == ("8", "10", "2", "12")
     assert {r["level"] for r in rows} == {"mode", "category", "task success"}
 
+    latex = client.get(url, {"a": "mas_name:ChatDev", "b": "mas_name:MetaGPT", "download": "tex"})
+    assert latex["Content-Type"].startswith("application/x-tex")
+    body = latex.content.decode()
+    assert "\\toprule" in body and "8/10 (80.0) & 2/12 (16.7)" in body and "mas\\_name:ChatDev" in body
+
     bad = client.get(url, {"a": "team:red", "b": "mas_name:MetaGPT"})
     assert bad.status_code == 400 and "unknown field" in bad.json()["a"][0]
 
