@@ -95,18 +95,18 @@ def read_bytes(name: str) -> bytes:
         return fh.read()
 
 
-def _s3_body(storage: Any, name: str) -> Any:
+def _s3_key(s3: Any, name: str) -> str:
+    """The object key of ``name``, as S3Storage itself computes it (its location prefix, cleaned)."""
     from storages.utils import clean_name
 
-    key = storage._normalize_name(clean_name(name))  # noqa: SLF001 - the key S3Storage itself uses
-    return storage.bucket.Object(key).get()["Body"]
+    return s3._normalize_name(clean_name(name))  # noqa: SLF001
 
 
 def chunks(name: str, size: int = CHUNK) -> Iterator[bytes]:
     """The file's bytes in pieces of at most ``size``, streamed from the store."""
     s3 = _s3(store())
     if s3 is not None:
-        body = _s3_body(s3, name)
+        body = s3.bucket.Object(_s3_key(s3, name)).get()["Body"]
         try:
             yield from body.iter_chunks(size)
         finally:
@@ -121,10 +121,7 @@ def fetch(name: str, dest: Path) -> None:
     """Copy the stored file ``name`` to the local path ``dest`` (streamed; S3: ranged parts in parallel)."""
     s3 = _s3(store())
     if s3 is not None:
-        from storages.utils import clean_name
-
-        key = s3._normalize_name(clean_name(name))  # noqa: SLF001
-        s3.bucket.download_file(key, str(dest))
+        s3.bucket.download_file(_s3_key(s3, name), str(dest))
         return
     with store().open(name, "rb") as src, open(dest, "wb") as out:
         shutil.copyfileobj(src, out, CHUNK)
