@@ -31,17 +31,10 @@ from bench_saves import Client, seed  # bench/ is on sys.path when run as a scri
 from benchdb import REPO, bench_env, create_bench_db, django_setup, drop_bench_db, free_port, start_gunicorn
 
 sys.path.insert(0, str(REPO))
-from tests.processes import WorkerProcess  # noqa: E402 - after the path
+from tests.processes import WorkerProcess, private_env  # noqa: E402 - after the path
 from tests.s3_server import S3Server  # noqa: E402
 
 BENCH_DB = "mast_bench_cluster"
-
-
-def private(base: dict, folder: Path) -> dict:
-    for sub in ("media", "tmp", "var"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    own = {"MEDIA_ROOT": folder / "media", "TMPDIR": folder / "tmp", "MAST_VAR_DIR": folder / "var"}
-    return {**base, **{k: str(v) for k, v in own.items()}}
 
 
 def saves(env: dict, infos: list[dict], n_web: int, seconds: float, scratch: Path) -> str:
@@ -50,7 +43,7 @@ def saves(env: dict, infos: list[dict], n_web: int, seconds: float, scratch: Pat
         for k in range(n_web):
             port = free_port()
             folder = scratch / f"web-{n_web}-{k}"
-            servers.append(start_gunicorn(private(env, folder), port=port, workers=1, threads=8, log_dir=folder))
+            servers.append(start_gunicorn(private_env(env, folder), port=port, workers=1, threads=8, log_dir=folder))
             ports.append(port)
         clients = [Client(ports[i % n_web], info, seconds, (0.0, 0.0), seed=i) for i, info in enumerate(infos)]
         for c in clients:
@@ -88,7 +81,7 @@ def judge(env: dict, n_workers: int, args, scratch: Path, llm_url: str, version)
     try:
         for k in range(n_workers):
             folder = scratch / f"worker-{n_workers}-{k}"
-            worker = WorkerProcess(private(env, folder), log=folder / "worker.log")
+            worker = WorkerProcess(private_env(env, folder), log=folder / "worker.log")
             if k == 0:
                 worker.purge()
             worker.start(concurrency=16, name=f"bench{k}")

@@ -32,6 +32,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def private_env(base: dict, folder: Path) -> dict:
+    """The environment of one process that shares only its services with the others: ``base``
+    with a MEDIA_ROOT, TMPDIR and var folder of its own under ``folder`` (the many-process test
+    and bench)."""
+    own = {"MEDIA_ROOT": folder / "media", "TMPDIR": folder / "tmp", "MAST_VAR_DIR": folder / "var"}
+    for path in own.values():
+        path.mkdir(parents=True, exist_ok=True)
+    return {**base, **{k: str(v) for k, v in own.items()}}
+
+
 class WorkerProcess:
     """``celery worker`` (thread pool) with ``env``; its output appended to ``log``."""
 

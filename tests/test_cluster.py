@@ -30,19 +30,11 @@ from tests.annotations.judge.test_judge_worker import wait_for
 from tests.annotations.releases_factories import closed_round, make_trace
 from tests.conftest_paths import subprocess_database_url
 from tests.llm_server import LLMServer, Reply, codes_of, good_answer
-from tests.processes import ARTIFACTS, WebProcess, WorkerProcess
+from tests.processes import ARTIFACTS, WebProcess, WorkerProcess, private_env
 from tests.test_job_recovery import DEMO_LOG, WORKER_ENV
 from traces.models import Trace
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def _private_env(base: dict, folder: Path) -> dict:
-    """The environment of one process: shared services from ``base``, every folder its own."""
-    for sub in ("media", "tmp", "var"):
-        (folder / sub).mkdir(parents=True)
-    own = {"MEDIA_ROOT": folder / "media", "TMPDIR": folder / "tmp", "MAST_VAR_DIR": folder / "var"}
-    return {**base, **{k: str(v) for k, v in own.items()}}
 
 
 def _multipart(field: str, name: str, data: bytes) -> tuple[bytes, str]:
@@ -82,13 +74,13 @@ def cluster(s3_storage, tmp_path, project):
     webs = []
     try:
         for name in ("worker-1", "worker-2"):
-            worker = WorkerProcess(_private_env(base, folders[name]), log=ARTIFACTS / f"cluster-{name}.log")
+            worker = WorkerProcess(private_env(base, folders[name]), log=ARTIFACTS / f"cluster-{name}.log")
             if not workers:
                 worker.purge()
             worker.start(name=name)
             workers.append(worker)
         for name in ("web-a", "web-b"):
-            webs.append(WebProcess(_private_env(base, folders[name]), log=ARTIFACTS / f"cluster-{name}.log"))
+            webs.append(WebProcess(private_env(base, folders[name]), log=ARTIFACTS / f"cluster-{name}.log"))
         yield {"webs": webs, "workers": workers, "folders": folders, "s3": (server, bucket)}
     finally:
         for process in [*webs]:
