@@ -146,3 +146,20 @@ EXAMPLES = {
     "3.3": "The verifier runs a test that only checks that the program starts, reports 'all tests pass', "
     "and the wrong result goes through.",
 }
+
+# category code -> "what to try" when its failures go up: the team's starting notes, drawn from the
+# paper's discussion of fixes (shown on the experiment page beside a mode that moved; each version
+# carries its own, editable in a draft).
+WHAT_TO_TRY = {
+    "1": "Make the specification explicit: a role charter per agent (what it owns, what it must not do, "
+    "when it hands on), the task's constraints and its definition of done in what every agent reads first, "
+    "and the history each agent needs kept in its context (or summarised) so steps are neither repeated "
+    "nor forgotten.",
+    "2": "Give the conversation a contract: a fixed hand-off format (what was done, what is open, what is "
+    "needed), a rule to ask when an input is ambiguous and to answer every point raised, a check that an "
+    "agent's action matches its stated plan, and loop detection (the same message or tool call again) "
+    "that stops or escalates.",
+    "3": "Add verification that runs the work: a verifier agent or step that checks the result against the "
+    "task's requirements by executing it (tests, a second source), at more than one level (it runs, it is "
+    "correct), and end the run only when that check passes, never on an agent saying it is done.",
+}

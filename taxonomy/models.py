@@ -64,6 +64,9 @@ class Category(models.Model):
     code = models.CharField(max_length=10)
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    what_to_try = models.TextField(
+        blank=True, help_text="What a team could change when this category's failures go up (versioned with it)."
+    )
     order = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -85,6 +88,9 @@ class FailureMode(models.Model):
     definition = models.TextField()
     examples = models.TextField(blank=True)
     counter_examples = models.TextField(blank=True)
+    what_to_try = models.TextField(
+        blank=True, help_text="What a team could change when this mode goes up; empty: the category's note."
+    )
     order = models.PositiveIntegerField(default=0)
 
     class Meta:

@@ -10,13 +10,23 @@ class FailureModeOut(serializers.ModelSerializer):
 
     class Meta:
         model = FailureMode
-        fields = ["id", "code", "name", "category", "definition", "examples", "counter_examples", "order"]
+        fields = [
+            "id",
+            "code",
+            "name",
+            "category",
+            "definition",
+            "examples",
+            "counter_examples",
+            "what_to_try",
+            "order",
+        ]
 
 
 class CategoryOut(serializers.ModelSerializer):
     class Meta:
         model = Category
-        fields = ["code", "name", "description", "order"]
+        fields = ["code", "name", "description", "what_to_try", "order"]
 
 
 class MappingOut(serializers.ModelSerializer):

@@ -37,7 +37,10 @@ def taxonomy_seed_mast() -> TaxonomyVersion:
         "name": mast_v1.NAME,
         "description": mast_v1.DESCRIPTION,
         "notes": "Seeded on migrate: codes and names from the paper, definitions in the project's words.",
-        "categories": [{"code": c, "name": n, "description": d} for c, n, d in mast_v1.CATEGORIES],
+        "categories": [
+            {"code": c, "name": n, "description": d, "what_to_try": mast_v1.WHAT_TO_TRY.get(c, "")}
+            for c, n, d in mast_v1.CATEGORIES
+        ],
         "modes": [
             {"code": code, "name": name, "definition": definition, "examples": mast_v1.EXAMPLES.get(code, "")}
             for code, name, definition in mast_v1.MODES
@@ -53,9 +56,9 @@ def _clean_code(code: Any, where: str) -> str:
     return code
 
 
-def _clean_categories(categories: list) -> list[tuple[str, str, str]]:
-    """The categories of a taxonomy file as (code, name, description), each code once."""
-    cat_rows: list[tuple[str, str, str]] = []
+def _clean_categories(categories: list) -> list[tuple[str, str, str, str]]:
+    """The categories of a taxonomy file as (code, name, description, what_to_try), each code once."""
+    cat_rows: list[tuple[str, str, str, str]] = []
     for i, cat in enumerate(categories):
         where = f"categories[{i}]"
         if not isinstance(cat, dict):
@@ -63,8 +66,10 @@ def _clean_categories(categories: list) -> list[tuple[str, str, str]]:
         code = _clean_code(cat.get("code"), where)
         if not str(cat.get("name") or "").strip():
             raise ValidationError(f"{where} ({code}): missing name.")
-        cat_rows.append((code, str(cat["name"]).strip(), str(cat.get("description") or "")))
-    cat_codes = [c for c, _, _ in cat_rows]
+        cat_rows.append(
+            (code, str(cat["name"]).strip(), str(cat.get("description") or ""), str(cat.get("what_to_try") or ""))
+        )
+    cat_codes = [c for c, *_ in cat_rows]
     dup = {c for c in cat_codes if cat_codes.count(c) > 1}
     if dup:
         raise ValidationError(f"Duplicate category codes: {', '.join(sorted(dup))}.")
@@ -95,6 +100,7 @@ def _clean_modes(modes: list, cat_codes: list[str]) -> list[dict[str, str]]:
                 "definition": str(mode["definition"]).strip(),
                 "examples": str(mode.get("examples") or ""),
                 "counter_examples": str(mode.get("counter_examples") or ""),
+                "what_to_try": str(mode.get("what_to_try") or ""),
             }
         )
     mode_codes = [m["code"] for m in mode_rows]
@@ -110,8 +116,9 @@ def version_import(
     """Create a taxonomy version from the export JSON shape. All or nothing.
 
     Shape: {"format": "mast-taxonomy/1", "name", "description"?, "notes"?,
-    "categories": [{"code", "name", "description"?}], "modes": [{"code", "name", "definition",
-    "category"? (defaults to the code's prefix), "examples"?, "counter_examples"?}],
+    "categories": [{"code", "name", "description"?, "what_to_try"?}], "modes": [{"code", "name",
+    "definition", "category"? (defaults to the code's prefix), "examples"?, "counter_examples"?,
+    "what_to_try"?}],
     "mapping"?: [{"old_code", "new_code", "kind", "note"?}], "parent_version"?: int}
     """
     if not isinstance(data, dict):
@@ -130,7 +137,7 @@ def version_import(
         raise ValidationError("The taxonomy has no failure modes.")
 
     cat_rows = _clean_categories(categories)
-    mode_rows = _clean_modes(modes, [c for c, _, _ in cat_rows])
+    mode_rows = _clean_modes(modes, [c for c, *_ in cat_rows])
     mode_codes = [m["code"] for m in mode_rows]
 
     with transaction.atomic():
@@ -154,8 +161,10 @@ def version_import(
             created_by=by,
         )
         cats = {
-            code: Category.objects.create(version=version, code=code, name=cname, description=desc, order=i)
-            for i, (code, cname, desc) in enumerate(cat_rows)
+            code: Category.objects.create(
+                version=version, code=code, name=cname, description=desc, what_to_try=tip, order=i
+            )
+            for i, (code, cname, desc, tip) in enumerate(cat_rows)
         }
         FailureMode.objects.bulk_create(
             FailureMode(
@@ -166,6 +175,7 @@ def version_import(
                 definition=m["definition"],
                 examples=m["examples"],
                 counter_examples=m["counter_examples"],
+                what_to_try=m["what_to_try"],
                 order=i,
             )
             for i, m in enumerate(mode_rows)
@@ -217,7 +227,8 @@ def version_export(*, version: TaxonomyVersion) -> dict[str, Any]:
         "status": version.status,
         "notes": version.notes,
         "categories": [
-            {"code": c.code, "name": c.name, "description": c.description} for c in version.categories.all()
+            {"code": c.code, "name": c.name, "description": c.description, "what_to_try": c.what_to_try}
+            for c in version.categories.all()
         ],
         "modes": [
             {
@@ -227,6 +238,7 @@ def version_export(*, version: TaxonomyVersion) -> dict[str, Any]:
                 "definition": m.definition,
                 "examples": m.examples,
                 "counter_examples": m.counter_examples,
+                "what_to_try": m.what_to_try,
             }
             for m in version.modes.select_related("category")
         ],
@@ -262,7 +274,12 @@ def version_draft_from(*, source: TaxonomyVersion, by=None, notes: str = "") -> 
     cats = {}
     for cat in source.categories.all():
         cats[cat.pk] = Category.objects.create(
-            version=version, code=cat.code, name=cat.name, description=cat.description, order=cat.order
+            version=version,
+            code=cat.code,
+            name=cat.name,
+            description=cat.description,
+            what_to_try=cat.what_to_try,
+            order=cat.order,
         )
     modes = list(source.modes.all())
     FailureMode.objects.bulk_create(
@@ -274,6 +291,7 @@ def version_draft_from(*, source: TaxonomyVersion, by=None, notes: str = "") -> 
             definition=m.definition,
             examples=m.examples,
             counter_examples=m.counter_examples,
+            what_to_try=m.what_to_try,
             order=m.order,
         )
         for m in modes
@@ -305,26 +323,51 @@ def mode_edit(
     definition: str | None = None,
     examples: str | None = None,
     counter_examples: str | None = None,
+    what_to_try: str | None = None,
     note: str = "",
 ) -> FailureMode:
     """Edit a mode's text in a draft version; the mapping records the definition change."""
     _ensure_draft(mode.version)
+    meaning_changed = False
     for field, value in (
         ("name", name),
         ("definition", definition),
         ("examples", examples),
         ("counter_examples", counter_examples),
+        ("what_to_try", what_to_try),
     ):
         if value is not None:
-            setattr(mode, field, value.strip() if field in ("name", "definition") else value)
+            value = value.strip() if field in ("name", "definition") else value
+            meaning_changed |= field != "what_to_try" and getattr(mode, field) != value
+            setattr(mode, field, value)
     if not mode.name or not mode.definition:
         raise ValidationError("A failure mode needs a name and a definition.")
     mode.full_clean()
     mode.save()
-    mode.version.mappings.filter(new_code=mode.code, kind=ModeMapping.Kind.SAME).update(
-        kind=ModeMapping.Kind.EDIT, note=note
-    )
+    if meaning_changed:  # a new "what to try" alone does not change what the mode means
+        mode.version.mappings.filter(new_code=mode.code, kind=ModeMapping.Kind.SAME).update(
+            kind=ModeMapping.Kind.EDIT, note=note
+        )
     return mode
+
+
+@transaction.atomic
+def category_edit(
+    *, category: Category, name: str | None = None, description: str | None = None, what_to_try: str | None = None
+) -> Category:
+    """Edit a category's text in a draft version (its modes' codes and mapping are untouched)."""
+    _ensure_draft(category.version)
+    if name is not None:
+        category.name = name.strip()
+    if description is not None:
+        category.description = description
+    if what_to_try is not None:
+        category.what_to_try = what_to_try
+    if not category.name:
+        raise ValidationError("A category needs a name.")
+    category.full_clean()
+    category.save()
+    return category
 
 
 def _new_mode(

@@ -15,6 +15,7 @@ urlpatterns = [
     path("<slug:slug>/v<int:number>/draft/", views.version_draft_page, name="draft"),
     path("<slug:slug>/v<int:number>/publish/", views.version_publish_page, name="publish"),
     path("<slug:slug>/v<int:number>/modes/<str:code>/edit/", views.mode_edit_page, name="mode_edit"),
+    path("<slug:slug>/v<int:number>/categories/<str:code>/edit/", views.category_edit_page, name="category_edit"),
     path("<slug:slug>/v<int:number>/change/", views.version_change_page, name="change"),
     path("<slug:slug>/diff/", views.version_diff_page, name="diff"),
 ]

@@ -111,39 +111,67 @@ class ModeForm(forms.Form):
     definition = forms.CharField(widget=forms.Textarea)
     examples = forms.CharField(widget=forms.Textarea, required=False)
     counter_examples = forms.CharField(widget=forms.Textarea, required=False)
+    what_to_try = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        label="What to try",
+        help_text="Shown on the experiment page when this mode moves; empty: the category's note.",
+    )
     note = forms.CharField(required=False, help_text="Why the change (kept in the mapping).")
+
+
+class CategoryForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    what_to_try = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        label="What to try",
+        help_text="What a team could change when this category's failures go up; shown beside a mode that moved.",
+    )
+
+
+def _draft_item_edit(request, slug, number, *, item_of, form_class, save, done: str, context: str):
+    """The edit page of one item of a draft version (a mode, a category): ``item_of(version)`` finds
+    it, the form starts from its fields, ``save(item, **cleaned)`` is the service; a published
+    version is refused with a message."""
+    _require_drafter(request.user)
+    version = _version_or_404(slug, number)
+    _require_changer(request.user, version)
+    item = item_of(version)
+    if version.is_published:
+        messages.error(request, f"{version.label} is published; draft a new version to change it.")
+        return redirect("taxonomy:version", slug=slug, number=number)
+    initial = {f: getattr(item, f) for f in form_class.base_fields if f != "note"}
+    form = form_class(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            save(item, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"{done} {item.code} updated.".strip())
+            return redirect("taxonomy:version", slug=slug, number=number)
+    ctx = {"version": version, context: item, "form": form, "nav": "taxonomy"}
+    return render(request, "taxonomy/mode_edit.html", ctx)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def mode_edit_page(request, slug, number, code):
-    _require_drafter(request.user)
-    version = _version_or_404(slug, number)
-    _require_changer(request.user, version)
-    mode = get_object_or_404(version.modes, code=code)
-    if version.is_published:
-        messages.error(request, f"{version.label} is published; draft a new version to change it.")
-        return redirect("taxonomy:version", slug=slug, number=number)
-    form = ModeForm(
-        request.POST or None,
-        initial={
-            "name": mode.name,
-            "definition": mode.definition,
-            "examples": mode.examples,
-            "counter_examples": mode.counter_examples,
-        },
-    )
-    if request.method == "POST" and form.is_valid():
-        try:
-            services.mode_edit(mode=mode, **form.cleaned_data)
-        except ValidationError as exc:
-            form.add_error(None, exc)
-        else:
-            messages.success(request, f"{mode.code} updated.")
-            return redirect("taxonomy:version", slug=slug, number=number)
-    return render(
-        request, "taxonomy/mode_edit.html", {"version": version, "mode": mode, "form": form, "nav": "taxonomy"}
-    )
+    return _draft_item_edit(
+        request, slug, number, item_of=lambda v: get_object_or_404(v.modes, code=code), form_class=ModeForm,
+        save=lambda mode, **data: services.mode_edit(mode=mode, **data), done="", context="mode",
+    )  # fmt: skip
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def category_edit_page(request, slug, number, code):
+    return _draft_item_edit(
+        request, slug, number, item_of=lambda v: get_object_or_404(v.categories, code=code), form_class=CategoryForm,
+        save=lambda cat, **data: services.category_edit(category=cat, **data), done="Category", context="category",
+    )  # fmt: skip
 
 
 @login_required

@@ -9,9 +9,9 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotations.analytics.selectors import AGREED, dashboard_sources
+from annotations.analytics.selectors import AGREED
 from annotations.experiments.exports import DOWNLOADS
-from annotations.experiments.selectors import experiment_as_dict, experiment_compare
+from annotations.experiments.selectors import experiment_as_dict, experiment_compare, experiment_sources
 from annotations.experiments.views import experiment_download
 from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
@@ -32,7 +32,9 @@ class ExperimentCompareApi(ProjectScopedMixin, APIView):
         parameters=[
             OpenApiParameter("a", str, required=True, description=_COHORT_HELP),
             OpenApiParameter("b", str, required=True, description=_COHORT_HELP),
-            OpenApiParameter("rater", str, description='"agreed" (default) or the id of a rater you may see.'),
+            OpenApiParameter(
+                "rater", str, description='"agreed" (default), the id of a rater you may see, or corrected:<judge id>.'
+            ),
             OpenApiParameter("correction", str, enum=["holm", "bh"], description="Across modes; default holm."),
             OpenApiParameter(
                 "download", str, enum=["csv", "tex"], description="As a CSV file or a LaTeX (booktabs) table."
@@ -47,8 +49,10 @@ class ExperimentCompareApi(ProjectScopedMixin, APIView):
     def get(self, request, slug):
         params = request.query_params
         source = params.get("rater") or AGREED
-        if source not in {s for s, _ in dashboard_sources(user=request.user, project=self.project)}:
-            raise QueryParamError("rater", f"no rater {source[:40]!r} you may see; use 'agreed' or a rater id")
+        if source not in {s for s, _ in experiment_sources(user=request.user, project=self.project)}:
+            raise QueryParamError(
+                "rater", f"no rater {source[:40]!r} you may see; use 'agreed', a rater id or corrected:<judge id>"
+            )
         try:
             exp = experiment_compare(
                 user=request.user, project=self.project, a=params.get("a", ""), b=params.get("b", ""),

@@ -13,7 +13,7 @@ COLUMNS = [
     "level", "code", "name", "a_present", "a_known", "a_share", "a_low", "a_high", "b_present", "b_known",
     "b_share", "b_low", "b_high", "difference", "difference_low", "difference_high", "p_value", "p_adjusted",
     "min_detectable", "paired_tasks", "paired_a_only", "paired_b_only", "paired_difference", "paired_p_value",
-    "undefined",
+    "undefined", "what_to_try",
 ]  # fmt: skip
 
 
@@ -26,7 +26,7 @@ def _line(level: str, r: dict) -> list[str]:
     values = [level, r["code"], r["name"], a["k"], a["n"], a["value"], a["low"], a["high"], b["k"], b["n"],
               b["value"], b["low"], b["high"], d["value"], d["low"], d["high"], d["p_value"], r["p_adjusted"],
               r["min_detectable"], p.get("n"), p.get("a_only"), p.get("b_only"), p.get("difference"),
-              p.get("p_value"), d["undefined"] or a["undefined"] or b["undefined"]]  # fmt: skip
+              p.get("p_value"), d["undefined"] or a["undefined"] or b["undefined"], r.get("what_to_try")]  # fmt: skip
     return [_cell(v) for v in values]
 
 
@@ -54,11 +54,15 @@ def _pct(v) -> str:
     return "--" if v is None else f"{100 * v:.1f}"
 
 
+def _tex_share(s: dict) -> str:
+    return f"{_pct(s['value'])}" if s["k"] is None else f"{s['k']}/{s['n']} ({_pct(s['value'])})"
+
+
 def _tex_row(label: str, r: dict) -> str:
     a, b, d = r["a"], r["b"], r["difference"]
     diff = "--" if d["value"] is None else f"{100 * d['value']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
     p = "--" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
-    cells = [label, f"{a['k']}/{a['n']} ({_pct(a['value'])})", f"{b['k']}/{b['n']} ({_pct(b['value'])})", diff, p]
+    cells = [label, _tex_share(a), _tex_share(b), diff, p]
     return " & ".join(cells) + r" \\"
 
 
@@ -80,7 +84,7 @@ def experiment_latex(exp) -> str:
         r"\bottomrule",
         r"\end{tabular}",
         rf"\caption{{A: {tex(exp.a)} ({exp.n_a} traces); B: {tex(exp.b)} ({exp.n_b} traces). "
-        rf"Labels: {tex(exp.source)}. "
+        rf"Labels: {tex(exp.source)}{' (' + tex(exp.caveat) + ')' if exp.caveat else ''}. "
         rf"Count/traces (share \%); difference with Newcombe's 95\% interval; score test, {correction} "
         r"adjustment across rows of each block.}",
         r"\end{table}",

@@ -8,13 +8,15 @@ A cohort is written as conditions joined by ``;`` (all must hold), each one of:
 * ``imported:2026-11-01..2026-12-01``: imported on or after the first day and before the second
   (either side may be empty: ``imported:..2026-12-01``).
 
-The labels are those of ``source`` (the agreed labels of closed rounds by default, or one rater or
-judge the user may see), through the analytics' label matrix, so the blind rule applies as it
+The labels are those of ``source``: the agreed labels of closed rounds (default), one rater or
+judge the user may see, or ``corrected:<judge rater id>``, that judge corrected by the agreed
+labels (``corrected.py``); through the analytics' label matrix, so the blind rule applies as it
 does on the dashboard. A trace that falls in both cohorts is left out of both and counted
 (independent samples). The same task in both cohorts (the trace's task text, when it has one)
 gives the paired analysis. The statistics are ``annotations.experiments.stats``.
 
-Part of issue 31: the judge-corrected source is still to come.
+Each mode and category row carries its taxonomy version's "what to try" note (the mode's own, or
+its category's), which the page shows beside a mode that moved.
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ from django.db.models import Q
 from django.db.models.functions import MD5
 from django.utils import timezone
 
-from annotations.analytics.selectors import AGREED, FILTER_FIELDS, label_matrix
+from annotations.analytics.selectors import AGREED, FILTER_FIELDS, dashboard_sources, label_matrix
 from annotations.analytics.stats import CORRECTIONS, category_matrix, p_adjust
 from annotations.experiments import stats
+from annotations.experiments.corrected import ASSUMPTION, PREFIX, corrected_rows
 from annotations.judge.prevalence import wilson
+from annotations.models import Rater
+from taxonomy.models import Category, FailureMode
 from traces.models import Project, Trace
 
 _META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -99,6 +104,8 @@ class Experiment:
     modes: list[dict] = field(default_factory=list)
     categories: list[dict] = field(default_factory=list)
     success: dict = field(default_factory=dict)
+    corrected: bool = False
+    caveat: str = ""
 
 
 def _share(k: int, n: int) -> dict:
@@ -122,6 +129,16 @@ def _compare(name: str, label: str, ka: int, na: int, kb: int, nb: int, counted:
 def _columns(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per column: traces with the mode present, traces where it is known."""
     return np.nansum(X == 1, axis=0).astype(int), np.sum(~np.isnan(X), axis=0).astype(int)
+
+
+def _notes(rows: list[dict], categories: list[dict], version_id: int | None, column_categories: list[str]) -> None:
+    """Each row's "what to try": the mode's own note on the version, else its category's."""
+    cat_notes = dict(Category.objects.filter(version_id=version_id).values_list("code", "what_to_try"))
+    mode_notes = dict(FailureMode.objects.filter(version_id=version_id).values_list("code", "what_to_try"))
+    for row, cat in zip(rows, column_categories, strict=True):
+        row["what_to_try"] = mode_notes.get(row["code"]) or cat_notes.get(cat) or ""
+    for row in categories:
+        row["what_to_try"] = cat_notes.get(row["code"]) or ""
 
 
 def _adjust(rows: list[dict], method: str) -> None:
@@ -172,7 +189,8 @@ def experiment_compare(
     if correction not in CORRECTIONS:
         raise ValidationError({"correction": f"use one of {', '.join(CORRECTIONS)}"})
     ca, cb = Cohort.parse(a, which="a"), Cohort.parse(b, which="b")
-    M = label_matrix(user=user, project=project, source=source)
+    corrected = source.startswith(PREFIX)
+    M = label_matrix(user=user, project=project, source=source.removeprefix(PREFIX))
     in_a = set(Trace.objects.filter(ca.q, project=project).values_list("pk", flat=True))
     in_b = set(Trace.objects.filter(cb.q, project=project).values_list("pk", flat=True))
     both = in_a & in_b
@@ -182,21 +200,39 @@ def experiment_compare(
     Xa, Xb = M.X[mask_a], M.X[mask_b]
     exp = Experiment(a, b, M.source_label, correction, int(mask_a.sum()), int(mask_b.sum()),
                      int(np.isin(ids, list(both)).sum()), 0)  # fmt: skip
-    (ka, na), (kb, nb) = _columns(Xa), _columns(Xb)
-    exp.modes = [_compare(c, M.names.get(c, ""), int(ka[i]), int(na[i]), int(kb[i]), int(nb[i]))
-                 for i, c in enumerate(M.codes)]  # fmt: skip
+    if corrected:
+        H = label_matrix(user=user, project=project, source=AGREED)
+        exp.source, exp.corrected, exp.caveat = f"{M.source_label} corrected by the agreed labels", True, ASSUMPTION
+        exp.modes, exp.categories = corrected_rows(M, H, mask_a, mask_b)
+    else:
+        (ka, na), (kb, nb) = _columns(Xa), _columns(Xb)
+        exp.modes = [_compare(c, M.names.get(c, ""), int(ka[i]), int(na[i]), int(kb[i]), int(nb[i]))
+                     for i, c in enumerate(M.codes)]  # fmt: skip
+        exp.n_paired = _paired(exp.modes, _task_pairs(project, ca, cb), Xa, ids[mask_a], Xb, ids[mask_b])
+        Ca = category_matrix(Xa, M.column_categories, M.categories)
+        Cb = category_matrix(Xb, M.column_categories, M.categories)
+        (cka, cna), (ckb, cnb) = _columns(Ca), _columns(Cb)
+        exp.categories = [_compare(c, M.category_names.get(c, ""), int(cka[i]), int(cna[i]), int(ckb[i]),
+                                   int(cnb[i])) for i, c in enumerate(M.categories)]  # fmt: skip
     _adjust(exp.modes, CORRECTIONS[correction])
-    exp.n_paired = _paired(exp.modes, _task_pairs(project, ca, cb), Xa, ids[mask_a], Xb, ids[mask_b])
-    Ca = category_matrix(Xa, M.column_categories, M.categories)
-    Cb = category_matrix(Xb, M.column_categories, M.categories)
-    (cka, cna), (ckb, cnb) = _columns(Ca), _columns(Cb)
-    exp.categories = [_compare(c, M.category_names.get(c, ""), int(cka[i]), int(cna[i]), int(ckb[i]), int(cnb[i]))
-                      for i, c in enumerate(M.categories)]  # fmt: skip
     _adjust(exp.categories, CORRECTIONS[correction])
+    _notes(exp.modes, exp.categories, project.taxonomy_version_id, M.column_categories)
     sa, sb = M.success[mask_a], M.success[mask_b]
     exp.success = _compare("success", "task succeeded", int(np.nansum(sa == 1)), int(np.sum(~np.isnan(sa))),
                            int(np.nansum(sb == 1)), int(np.sum(~np.isnan(sb))), "a known outcome")  # fmt: skip
     return exp
+
+
+def experiment_sources(*, user, project: Project) -> list[tuple[str, str]]:
+    """The dashboard's label sources, then each judge or baseline the user may see corrected by the
+    agreed labels (``corrected:<rater id>``)."""
+    plain = dashboard_sources(user=user, project=project)
+    ids = [int(value) for value, _ in plain if value != AGREED]
+    judges = Rater.objects.filter(pk__in=ids).exclude(kind__in=[Rater.Kind.HUMAN, Rater.Kind.IMPORTED])
+    return plain + [
+        (f"{PREFIX}{pk}", f"{name}, corrected by the agreed labels (PPI)")
+        for pk, name in judges.order_by("name").values_list("pk", "name")
+    ]
 
 
 def experiment_as_dict(exp: Experiment) -> dict[str, Any]:
@@ -204,6 +240,8 @@ def experiment_as_dict(exp: Experiment) -> dict[str, Any]:
         "a": exp.a,
         "b": exp.b,
         "source": exp.source,
+        "corrected": exp.corrected,
+        "caveat": exp.caveat or None,
         "correction": exp.correction,
         "n_a": exp.n_a,
         "n_b": exp.n_b,

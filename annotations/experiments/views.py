@@ -8,9 +8,9 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotations.analytics.selectors import AGREED, dashboard_filter_choices, dashboard_sources
+from annotations.analytics.selectors import AGREED, dashboard_filter_choices
 from annotations.experiments.exports import DOWNLOADS, experiment_file
-from annotations.experiments.selectors import experiment_compare
+from annotations.experiments.selectors import experiment_compare, experiment_sources
 from traces.projects.selectors import project_get_for_user
 
 
@@ -28,21 +28,32 @@ def _pct(v: float | None, signed: bool = False) -> str:
     return f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
 
 
+def _count(s: dict) -> str:
+    """ "k/n · share%", or for a corrected share "share% (n judged, h with agreed labels)"."""
+    share = f"{_pct(s['value'])}%" if s["value"] is not None else ""
+    if s["k"] is None:
+        return f"{share or '—'} ({s['n']} judged, {s['n_human']} agreed)"
+    return f"{s['k']}/{s['n']}" + (f" · {share}" if share else "")
+
+
 def _display(row: dict) -> dict:
     a, b, d = row["a"], row["b"], row["difference"]
     return {
         **row,
-        "a_text": f"{a['k']}/{a['n']}" + (f" · {_pct(a['value'])}%" if a["value"] is not None else ""),
+        "a_text": _count(a),
         "a_ci": f"{_pct(a['low'])}–{_pct(a['high'])}%" if a["low"] is not None else "",
-        "b_text": f"{b['k']}/{b['n']}" + (f" · {_pct(b['value'])}%" if b["value"] is not None else ""),
+        "b_text": _count(b),
         "b_ci": f"{_pct(b['low'])}–{_pct(b['high'])}%" if b["low"] is not None else "",
         "d_text": f"{_pct(d['value'], True)} pts" if d["value"] is not None else "",
         "d_ci": f"{_pct(d['low'], True)} to {_pct(d['high'], True)}" if d["low"] is not None else "",
         "p_text": "" if row["p_adjusted"] is None else f"{row['p_adjusted']:.3g}",
         "significant": row["p_adjusted"] is not None and row["p_adjusted"] < 0.05,
         "mdd_text": (
-            f"±{_pct(row['min_detectable'])} pts" if row["min_detectable"] is not None
-            else "" if d["undefined"] and d["value"] is None else "too few traces"
+            f"±{_pct(row['min_detectable'])} pts"
+            if row["min_detectable"] is not None
+            else ""
+            if d["undefined"] and d["value"] is None
+            else "too few traces"
         ),
     }
 
@@ -51,7 +62,7 @@ def _display(row: dict) -> dict:
 @require_GET
 def experiment_page(request, slug):
     project, role = project_get_for_user(user=request.user, slug=slug)
-    sources = dashboard_sources(user=request.user, project=project)
+    sources = experiment_sources(user=request.user, project=project)
     source = request.GET.get("rater") or AGREED
     if source not in {s for s, _ in sources}:
         source = AGREED
