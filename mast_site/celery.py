@@ -18,18 +18,23 @@ app.conf.imports = (
     "traces.importing.tasks",
     "annotations.judge.tasks",
     "annotations.releases.tasks",
+    "annotations.monitoring.tasks",
 )
 
 # The sweeps that bring back the jobs of a dead worker (traces/jobs.py; annotations/judge/tasks.py).
 # Each repeats with a countdown while it has work; the jobs sweep, sent on connect, also sends every
 # queued job's task again (a restarted broker may have lost it; a duplicate exits at once).
-SWEEPS = {"traces.jobs_sweep": {"resend_queued": True}, "annotations.judge_sweep": {}}
+SWEEPS = {"traces.jobs_sweep": {"resend_queued": True}, "annotations.judge_sweep": {}, "annotations.alerts_sweep": {}}
 # A countdown message is delivered at once to one worker, which holds it (reserved, unacknowledged)
 # until it is due: if that worker is killed, the sweep's next run waits for Redis's visibility
 # timeout (15 minutes) and the jobs the dead worker held wait with it, though other workers live.
 # So every worker also sends a one-off sweep of each kind (no repeat: no chain multiplies) every
 # MAST_JOB_SWEEP_SECONDS; found by tests/test_cluster.py (two workers, one killed mid judge run).
-BACKSTOP_SWEEPS = {"traces.jobs_sweep": {"repeat": False}, "annotations.judge_sweep": {"repeat": False}}
+BACKSTOP_SWEEPS = {
+    "traces.jobs_sweep": {"repeat": False},
+    "annotations.judge_sweep": {"repeat": False},
+    "annotations.alerts_sweep": {"repeat": False},  # alerts: evaluate the rules due (it has no chain)
+}
 
 
 class SweepOnConnect(bootsteps.StartStopStep):

@@ -305,6 +305,10 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # how often the sweep runs while jobs run, when a queued job's message is sent again.
 MAST_JOB_MAX_ATTEMPTS = env.int("MAST_JOB_MAX_ATTEMPTS", default=3)
 MAST_JOB_SWEEP_SECONDS = env.float("MAST_JOB_SWEEP_SECONDS", default=10.0)
+# Alerts (annotations/monitoring/alerts.py): how often a rule is evaluated, and a webhook's tries
+MAST_ALERT_EVERY_SECONDS = env.float("MAST_ALERT_EVERY_SECONDS", default=300.0)
+MAST_WEBHOOK_ATTEMPTS = env.int("MAST_WEBHOOK_ATTEMPTS", default=5)
+MAST_WEBHOOK_BACKOFF_SECONDS = env.float("MAST_WEBHOOK_BACKOFF_SECONDS", default=30.0)
 MAST_JOB_QUEUED_RESEND_SECONDS = env.float("MAST_JOB_QUEUED_RESEND_SECONDS", default=300.0)
 
 # --- Import limits (bytes); an import over a limit is refused whole ---

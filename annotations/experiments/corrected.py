@@ -63,9 +63,9 @@ def _row(code: str, name: str, a: tuple, b: tuple) -> dict:
     }
 
 
-def corrected_rows(J, H, mask_a: np.ndarray, mask_b: np.ndarray) -> tuple[list[dict], list[dict]]:
-    """Mode rows and category rows from judge matrix ``J`` and agreed matrix ``H`` (both
-    ``label_matrix`` results on the same version), cohorts as masks over ``J``'s rows."""
+def aligned_human(J, H) -> np.ndarray:
+    """The agreed labels ``H`` on the rows of the judge's matrix ``J`` (NaN where a trace has none);
+    both ``label_matrix`` results on the same version."""
     if J.codes != H.codes:
         raise ValueError("the judge's and the humans' matrices must be on the same taxonomy version")
     at = {pk: i for i, pk in enumerate(H.trace_ids.tolist())}
@@ -73,6 +73,13 @@ def corrected_rows(J, H, mask_a: np.ndarray, mask_b: np.ndarray) -> tuple[list[d
     Y = np.full(J.X.shape, np.nan)
     has = rows_h >= 0
     Y[has] = H.X[rows_h[has]]
+    return Y
+
+
+def corrected_rows(J, H, mask_a: np.ndarray, mask_b: np.ndarray) -> tuple[list[dict], list[dict]]:
+    """Mode rows and category rows from judge matrix ``J`` and agreed matrix ``H`` (both
+    ``label_matrix`` results on the same version), cohorts as masks over ``J``'s rows."""
+    Y = aligned_human(J, H)
     Jc = category_matrix(J.X, J.column_categories, J.categories)
     Yc = category_matrix(Y, J.column_categories, J.categories)
 

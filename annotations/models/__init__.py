@@ -3,6 +3,7 @@
 from annotations.models.attribution import Attribution, AttributionDecision
 from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate, ProviderConnection
 from annotations.models.labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
+from annotations.models.monitoring import AlertEvent, AlertRule, Webhook, WebhookDelivery
 from annotations.models.releases import Release, ReleaseFile, ReleasePolicy
 from annotations.models.rounds import (
     Adjudication,
@@ -16,6 +17,10 @@ from annotations.models.rounds import (
 )
 
 __all__ = [
+    "AlertEvent",
+    "AlertRule",
+    "Webhook",
+    "WebhookDelivery",
     "AgreementReport",
     "Adjudication",
     "AgreedMask",
