@@ -9,4 +9,5 @@ urlpatterns = [
     path("", include("annotations.releases.api_urls")),
     path("", include("annotations.analytics.api_urls")),
     path("", include("annotations.experiments.api_urls")),
+    path("", include("annotations.monitoring.api_urls")),
 ]

@@ -11,5 +11,6 @@ urlpatterns = [
     path("", include("annotations.releases.urls")),
     path("", include("annotations.analytics.urls")),
     path("", include("annotations.experiments.urls")),
+    path("", include("annotations.monitoring.urls")),
     path("", include("annotations.codes.urls")),
 ]

@@ -203,6 +203,14 @@ def test_every_operation_of_the_generated_client_works(
     call("projects_analytics_framework_modes_retrieve", slug)
     compared = call("projects_experiments_compare_retrieve", slug, a="mas_name:ChatDev", b="llm_name:gpt-4o").parsed
     assert compared is not None
+    call("projects_monitoring_retrieve", slug, bucket=m.ProjectsMonitoringRetrieveBucket("day"))
+    call("projects_alert_rules_create", slug, body=call.body("AlertRuleRequest", {
+        "name": "gen", "kind": "level", "target": "1.1", "level": 0.5}))  # fmt: skip
+    call("projects_alert_rules_list", slug)
+    call("projects_webhooks_create", slug, body=call.body("WebhookRequest", {"url": "http://127.0.0.1:9/gen"}))
+    hooks = call("projects_webhooks_list", slug).parsed
+    call("projects_alert_events_list", slug)
+    call("projects_webhooks_destroy", slug, hooks[0].id)
 
     # a rater's labels from a file (multipart upload)
     lines = "\n".join(json.dumps({"source_id": f"src-{t.pk}", "modes": {"1.1": True}}) for t in traces)

@@ -275,3 +275,80 @@ def _corr(v: float, short: bool = False) -> str:
         return "–" if short else "undefined"
     s = f"{v:.2f}"
     return s.replace("0.", ".", 1) if short else s
+
+
+def line_chart(
+    periods: Sequence[str],
+    series: Sequence[tuple[str, Sequence[tuple[float | None, float | None, float | None]]]],
+    *,
+    title: str,
+    y_label: str,
+    width: int = 760,
+    height: int = 300,
+    marks: Sequence[tuple[str, str]] = (),
+) -> str:
+    """Shares over time: per series a line through (value) with its 95% interval as a band of
+    (low, high), periods on x; a gap where a period has no value. ``marks``: (period, text) drawn as a
+    dashed vertical line (an alert that fired)."""
+    legend, legend_h = _legend(
+        [(name, PALETTE[i % len(PALETTE)]) for i, (name, _) in enumerate(series)], 16, 44, width - 8
+    )
+    top, left, right, bottom = 44 + legend_h + 8, 56, 24, 46
+    plot_w, plot_h = width - left - right, height - top - bottom
+    highs = [h for _, pts in series for _, _, h in pts if h is not None] + [
+        v for _, pts in series for v, _, _ in pts if v is not None
+    ]
+    vmax = min(1.0, _nice_max(max(highs))) if highs else 1.0
+    n = max(len(periods), 1)
+
+    def x(i: int) -> float:
+        return left + (plot_w * (i + 0.5) / n)
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - v / vmax)
+
+    body = [f'<text x="16" y="22" font-size="14" font-weight="600">{_e(title)}</text>', *legend]
+    for t in _ticks(vmax, 5):
+        body.append(f'<line x1="{left}" y1="{y(t):.1f}" x2="{left + plot_w}" y2="{y(t):.1f}" stroke="{GRID}"/>')
+        body.append(
+            f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" fill="{MUTED}" font-size="11">'
+            f"{_e(pct(t))}</text>"
+        )
+    step = max(1, math.ceil(n / max(1, plot_w // 70)))
+    for i, label in enumerate(periods):
+        if i % step == 0:
+            body.append(
+                f'<text x="{x(i):.1f}" y="{top + plot_h + 16}" text-anchor="middle" fill="{MUTED}" font-size="11">'
+                f"{_e(label)}</text>"
+            )
+    at = {p: i for i, p in enumerate(periods)}
+    for period, text in marks:
+        if period in at:
+            mx = x(at[period])
+            body.append(f'<line x1="{mx:.1f}" y1="{top}" x2="{mx:.1f}" y2="{top + plot_h}" stroke="{PALETTE[5]}" '
+                        'stroke-dasharray="4 3"/>')  # fmt: skip
+            body.append(f'<text x="{mx + 4:.1f}" y="{top + 12}" fill="{PALETTE[5]}" font-size="11">{_e(text)}</text>')
+    for si, (_, pts) in enumerate(series):
+        colour = PALETTE[si % len(PALETTE)]
+        runs: list[list[int]] = [[]]
+        for i, (v, _, _) in enumerate(pts):
+            if v is None:
+                runs.append([])
+            else:
+                runs[-1].append(i)
+        for run in (r for r in runs if r):
+            band = [(i, pts[i][1], pts[i][2]) for i in run if pts[i][1] is not None and pts[i][2] is not None]
+            if len(band) > 1:
+                upper = " ".join(f"{x(i):.1f},{y(h):.1f}" for i, _, h in band)
+                lower = " ".join(f"{x(i):.1f},{y(lo):.1f}" for i, lo, _ in reversed(band))
+                body.append(f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.13"/>')
+            line = " ".join(f"{x(i):.1f},{y(pts[i][0]):.1f}" for i in run)  # type: ignore[arg-type]
+            body.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>')
+            for i in run:
+                body.append(f'<circle cx="{x(i):.1f}" cy="{y(pts[i][0]):.1f}" r="3" fill="{colour}"/>')  # type: ignore[arg-type]
+    if not periods:
+        body.append(f'<text x="{left}" y="{top + 20}" fill="{MUTED}">No labelled traces for this selection.</text>')
+    body.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle" fill="{MUTED}">{_e(y_label)}</text>'
+    )
+    return _svg(width, height, title, body)

@@ -58,14 +58,19 @@ def _display(row: dict) -> dict:
     }
 
 
+def chosen_source(request, project) -> tuple[list[tuple[str, str]], str]:
+    """The label sources the user may pick on an experiment or monitoring page, and the one asked
+    for in ``?rater=`` (the agreed labels when it is none of them)."""
+    sources = experiment_sources(user=request.user, project=project)
+    source = request.GET.get("rater") or AGREED
+    return sources, (source if source in {s for s, _ in sources} else AGREED)
+
+
 @login_required
 @require_GET
 def experiment_page(request, slug):
     project, role = project_get_for_user(user=request.user, slug=slug)
-    sources = experiment_sources(user=request.user, project=project)
-    source = request.GET.get("rater") or AGREED
-    if source not in {s for s, _ in sources}:
-        source = AGREED
+    sources, source = chosen_source(request, project)
     a, b = request.GET.get("a", "").strip(), request.GET.get("b", "").strip()
     correction = request.GET.get("correction") if request.GET.get("correction") in ("holm", "bh") else "holm"
     exp, errors = None, {}
