@@ -75,6 +75,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     from annotations.codes import demo as codes_demo
     from annotations.judge import demo as judge_demo
     from annotations.labels import demo as labels_demo
+    from annotations.monitoring import demo as monitoring_demo
     from annotations.releases import demo as releases_demo
     from annotations.rounds import attribution_demo
     from annotations.rounds import demo as rounds_demo
@@ -94,6 +95,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         judge_demo.seed,
         releases_demo.seed,
         analytics_demo.seed,
+        monitoring_demo.seed,
         codes_demo.seed,
     ]
 

@@ -179,6 +179,53 @@ def fill(n_traces: int, text_kb: int, seed: int = 5) -> None:
     )
 
 
+def add_judge_and_dates(seed: int = 7) -> int:
+    """For the monitoring and corrected-experiment figures (issue 31), once: an LLM rater
+    "bench-judge" labelling every trace (outside the round), and the traces' import dates spread
+    over the last 52 weeks (the fill imports them all at once). Returns the judge's rater id."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotations.models import Rater
+    from traces.models import Project
+
+    judge = Rater.objects.filter(name="bench-judge").first()
+    if judge:
+        return judge.pk
+    project = Project.objects.get(slug="bench")
+    version = project.taxonomy_version
+    modes = list(version.modes.order_by("order", "code").values_list("id", "code"))
+    rng = random.Random(seed)
+    rates = {code: 0.05 + 0.25 * rng.random() for _, code in modes}
+    now = timezone.now()
+    t0 = time.perf_counter()
+    with transaction.atomic():
+        judge = Rater.objects.create(kind="llm", name="bench-judge")
+        cur = connection.connection.cursor()
+        cur.execute(
+            "UPDATE traces_trace SET imported_at = now() - make_interval(secs => (id %% 31449600)) "
+            "WHERE project_id = %s",
+            [project.pk],
+        )
+        cur.execute("SELECT id FROM traces_trace WHERE project_id = %s", [project.pk])
+        trace_ids = [r[0] for r in cur.fetchall()]
+        cols = "trace_id rater_id taxonomy_version_id state task_success notes revision source "
+        cols += "created_at updated_at submitted_at"
+        copy_rows(cur, "annotations_annotation", cols.split(),
+                  ((tid, judge.pk, version.pk, "submitted", "unknown", "", 1, "{}", now, now, now)
+                   for tid in trace_ids))  # fmt: skip
+        cur.execute("SELECT id FROM annotations_annotation WHERE rater_id = %s", [judge.pk])
+        annotations = [r[0] for r in cur.fetchall()]
+        copy_rows(cur, "annotations_modelabel", ["annotation_id", "mode_id", "decision", "evidence", "rationale"],
+                  ((aid, mid, "present" if rng.random() < rates[code] else "absent", "[]", "")
+                   for aid in annotations for mid, code in modes))  # fmt: skip
+    with connection.cursor() as c:
+        c.execute("VACUUM ANALYZE")
+    print(f"  judge labels on {len(annotations):,} traces and import dates over 52 weeks in "
+          f"{time.perf_counter() - t0:.0f} s ({load()})")  # fmt: skip
+    return judge.pk
+
+
 def flip_one_label(rnd) -> None:
     """One agreed label changes, as a manager's decision does: one adjudication of the closed round
     flips (present <-> absent). Its triggers move the project's labels stamp and recompute that
@@ -229,6 +276,35 @@ def time_get(client, path: str, runs: int, before=None) -> tuple[float, float, i
         cpu.append((time.process_time() - c) * 1000)
         assert r.status_code == 200
     return statistics.median(wall), pct(wall, 0.95), len(queries), statistics.median(cpu)
+
+
+def time_rules(judge: int, runs: int) -> None:
+    """One evaluation of an alert rule (what a worker does every MAST_ALERT_EVERY_SECONDS)."""
+    from django.contrib.auth import get_user_model
+
+    from annotations.models import AlertRule
+    from annotations.monitoring.alerts import rule_evaluate
+    from traces.models import Project
+
+    project = Project.objects.get(slug="bench")
+    manager = get_user_model().objects.get(username="bench-manager")
+    rules = [
+        ("alert rule, level, category 3, 28 days", {"kind": "level", "target": "3", "level": 0.99}),
+        ("alert rule, baseline, every mode", {"kind": "baseline", "target": "*", "baseline_days": 90}),
+        ("alert rule, level, corrected judge", {"kind": "level", "target": "1.3", "level": 0.99,
+                                                "source": f"corrected:{judge}"}),
+    ]  # fmt: skip
+    for name, fields in rules:
+        rule, _ = AlertRule.objects.update_or_create(
+            project=project, name=name, defaults={"window_days": 28, "created_by": manager, **fields}
+        )
+        wall = []
+        for _ in range(max(3, runs // 2)):
+            AlertRule.objects.filter(pk=rule.pk).update(firing=[])
+            t = time.perf_counter()
+            rule_evaluate(rule_id=rule.pk)
+            wall.append((time.perf_counter() - t) * 1000)
+        print(f"{name:44} {statistics.median(wall):8.0f} {pct(wall, 0.95):8.0f}")
 
 
 def main() -> None:
@@ -288,9 +364,17 @@ def main() -> None:
         ("experiment page, two frameworks", "/p/bench/analytics/experiment/?a=mas_name:AG2&b=mas_name:ChatDev"),
         ("experiment API, imported before/after", f"{api}?a=imported:..2000-01-01&b=imported:2000-01-01.."),
     ]
+    judge = add_judge_and_dates()
+    experiments += [
+        ("experiment API, judge corrected", f"{api}?a=mas_name:AG2&b=mas_name:ChatDev&rater=corrected:{judge}"),
+        ("monitoring API, per week, agreed", "/api/projects/bench/monitoring/?bucket=week"),
+        ("monitoring API, per day, one framework", "/api/projects/bench/monitoring/?bucket=day&cohort=mas_name:AG2"),
+        ("monitoring page, per week, corrected judge", f"/p/bench/analytics/monitoring/?rater=corrected:{judge}"),
+    ]
     for name, path in experiments:
         p50, p95, q, cpu = time_get(client, path, args.runs)
         print(f"{name:44} {p50:8.0f} {p95:8.0f} {q:8d} {cpu:10.0f}")
+    time_rules(judge, args.runs)
     if args.experiment_only:
         return
     p50, p95, q, cpu = time_get(client, "/p/bench/analytics/", max(3, args.runs // 2), before=cache.clear)

@@ -283,8 +283,8 @@ def line_chart(
     *,
     title: str,
     y_label: str,
-    width: int = 760,
-    height: int = 300,
+    width: int = 1180,
+    height: int = 340,
     marks: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Shares over time: per series a line through (value) with its 95% interval as a band of
@@ -327,7 +327,9 @@ def line_chart(
             mx = x(at[period])
             body.append(f'<line x1="{mx:.1f}" y1="{top}" x2="{mx:.1f}" y2="{top + plot_h}" stroke="{PALETTE[5]}" '
                         'stroke-dasharray="4 3"/>')  # fmt: skip
-            body.append(f'<text x="{mx + 4:.1f}" y="{top + 12}" fill="{PALETTE[5]}" font-size="11">{_e(text)}</text>')
+            anchor, tx = ("end", mx - 4) if mx > left + plot_w * 0.8 else ("start", mx + 4)
+            body.append(f'<text x="{tx:.1f}" y="{top + 12}" text-anchor="{anchor}" fill="{PALETTE[5]}" '
+                        f'font-size="11">{_e(text)}</text>')  # fmt: skip
     for si, (_, pts) in enumerate(series):
         colour = PALETTE[si % len(PALETTE)]
         runs: list[list[int]] = [[]]
@@ -341,7 +343,7 @@ def line_chart(
             if len(band) > 1:
                 upper = " ".join(f"{x(i):.1f},{y(h):.1f}" for i, _, h in band)
                 lower = " ".join(f"{x(i):.1f},{y(lo):.1f}" for i, lo, _ in reversed(band))
-                body.append(f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.13"/>')
+                body.append(f'<polygon points="{upper} {lower}" fill="{colour}" fill-opacity="0.1"/>')
             line = " ".join(f"{x(i):.1f},{y(pts[i][0]):.1f}" for i in run)  # type: ignore[arg-type]
             body.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>')
             for i in run:

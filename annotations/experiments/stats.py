@@ -175,7 +175,9 @@ def ppi_difference(cohort_a: tuple, cohort_b: tuple) -> Difference:
             return Difference(None, None, None, None, f"cohort {name} has {n} human-labelled traces: at least 2 needed")
     (ta, va, _), (tb, vb, _) = parts
     assert va is not None and vb is not None  # checked above
-    d = tb - ta
+    # each share clipped to [0, 1] as ppi_mean shows it (a small sample can push the estimate past
+    # either end; clipping only brings it nearer the truth), so the difference is that of the shares shown
+    d = min(1.0, max(0.0, tb)) - min(1.0, max(0.0, ta))
     se = math.sqrt(va + vb)
     if se == 0:
         return Difference(d, d, d, None, "no variation in either cohort: no test")

@@ -8,6 +8,8 @@ model it refuses the ``system`` role (as OpenAI's o1-mini and o1-preview do), ``
 a non-default temperature, with HTTP 400s in OpenAI's words, and reports reasoning tokens, so
 the demo shows the request adapting and the connection recording the accepted form.
 
+It also takes POSTs under ``/hooks/`` with a 200: the demo's alert webhook points there.
+
 ``make demo`` (scripts/demo.sh) runs it for as long as the demo runs, on a fixed loopback port
 (``DEMO_LLM_PORT``, default the site's PORT + 1000), through ``manage.py serve_demo_llm``
 (``make_server``); the demo's connection points there, so *Test connection* and new judge
@@ -35,6 +37,8 @@ KEYWORDS = {
     "3.2": r"no test|untested|not verified",
     "3.3": r"test|verif",
 }
+# POSTs here are taken as the demo's webhook receiver (the demo's alert webhook points at it)
+HOOK_PATH = "/hooks/"
 CODES_RE = re.compile(r"one entry for each of these codes: ([0-9., ]+)")
 MAST_CODES = ("1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3")
 
@@ -120,10 +124,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        try:
-            code, payload = answer(json.loads(raw or b"{}"))
-        except json.JSONDecodeError:
-            code, payload = 400, {"error": {"message": "the body is not JSON"}}
+        payload: dict
+        if self.path.startswith(HOOK_PATH):  # the demo's webhook receiver: takes every alert
+            code, payload = 200, {"received": len(raw)}
+        else:
+            try:
+                code, payload = answer(json.loads(raw or b"{}"))
+            except json.JSONDecodeError:
+                code, payload = 400, {"error": {"message": "the body is not JSON"}}
         data = json.dumps(payload).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")

@@ -47,8 +47,10 @@ class AlertRule(models.Model):
 class Webhook(models.Model):
     project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="webhooks")
     url = models.URLField(max_length=500)
-    # the HMAC key; shown once when the hook is created, never listed again (``secret_prefix`` is)
-    secret = models.CharField(max_length=100)
+    # the HMAC key, encrypted at rest as the judge connections' API keys are (annotations.judge.secrets);
+    # shown once when the hook is created, never again (``secret_prefix`` tells hooks apart)
+    secret = models.CharField(max_length=400)
+    secret_prefix = models.CharField(max_length=20)
     active = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -58,10 +60,6 @@ class Webhook(models.Model):
 
     def __str__(self) -> str:
         return self.url
-
-    @property
-    def secret_prefix(self) -> str:
-        return self.secret[:10] + "…"
 
 
 class AlertEvent(models.Model):

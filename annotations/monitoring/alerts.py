@@ -47,6 +47,7 @@ from django.utils import timezone
 from annotations.analytics.stats import p_adjust
 from annotations.experiments import stats
 from annotations.experiments.corrected import PREFIX
+from annotations.judge.secrets import SecretUnreadable, secret_decrypt
 from annotations.models import AlertEvent, AlertRule, Webhook, WebhookDelivery
 from annotations.monitoring.series import rows_between, shares, source_labels
 from traces.jobs import task_send
@@ -232,12 +233,16 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str, str]:
     """(status, answer's first 500 characters, error) of one POST."""
     body = json.dumps(payload(delivery.event), sort_keys=True).encode()
     ts = int(time.time())
+    try:
+        secret = secret_decrypt(delivery.webhook.secret)
+    except SecretUnreadable:
+        return None, "", "the hook's secret cannot be decrypted with this site's keys: add the webhook again"
     # the scheme is checked by webhook_url_check before the request is opened
     request = urllib.request.Request(delivery.webhook.url, data=body, method="POST", headers={  # noqa: S310
         "Content-Type": "application/json", "User-Agent": "MAST-Studio-Webhook/1",
         "X-Mast-Event": str(delivery.event_id), "X-Mast-Delivery": f"{delivery.event_id}-{delivery.webhook_id}",
         "X-Mast-Attempt": str(delivery.attempt), "X-Mast-Timestamp": str(ts),
-        "X-Mast-Signature": sign(delivery.webhook.secret, ts, body),
+        "X-Mast-Signature": sign(secret, ts, body),
     })  # fmt: skip
     try:
         webhook_url_check(delivery.webhook.url)

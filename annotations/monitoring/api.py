@@ -78,12 +78,10 @@ class AlertRulesApi(ProjectScopedMixin, APIView):
 
 
 class WebhookSerializer(serializers.ModelSerializer):
-    secret_prefix = serializers.CharField(read_only=True)
-
     class Meta:
         model = Webhook
         fields = ["id", "url", "active", "secret_prefix", "created_at"]
-        read_only_fields = ["id", "active", "created_at"]
+        read_only_fields = ["id", "active", "secret_prefix", "created_at"]
 
 
 class WebhooksApi(ProjectScopedMixin, APIView):
@@ -101,10 +99,10 @@ class WebhooksApi(ProjectScopedMixin, APIView):
         given = WebhookSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         try:
-            hook = webhook_create(project=self.project, by=request.user, url=given.validated_data["url"])
+            hook, secret = webhook_create(project=self.project, by=request.user, url=given.validated_data["url"])
         except DjangoValidationError as exc:
             raise _django_errors(exc) from None
-        return Response({**WebhookSerializer(hook).data, "secret": hook.secret}, status=status.HTTP_201_CREATED)
+        return Response({**WebhookSerializer(hook).data, "secret": secret}, status=status.HTTP_201_CREATED)
 
 
 class WebhookDetailApi(ProjectScopedMixin, APIView):

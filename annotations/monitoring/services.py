@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotations.experiments.selectors import Cohort, experiment_sources
+from annotations.judge.secrets import secret_encrypt
 from annotations.models import AlertRule, Webhook
 from annotations.monitoring.alerts import rule_check, webhook_url_check
 from traces.models import Project
@@ -39,13 +40,16 @@ def alert_rule_set_active(*, rule: AlertRule, active: bool) -> AlertRule:
     return rule
 
 
-def webhook_create(*, project: Project, by, url: str) -> Webhook:
-    """A hook with a new secret (the caller shows it once)."""
+def webhook_create(*, project: Project, by, url: str) -> tuple[Webhook, str]:
+    """A hook with a new secret, stored encrypted; returns it with the plain secret, which the
+    caller shows once."""
     webhook_url_check(url)
-    hook = Webhook(project=project, url=url, secret=f"whsec_{secrets.token_urlsafe(32)}", created_by=by)
+    plain = f"whsec_{secrets.token_urlsafe(32)}"
+    hook = Webhook(project=project, url=url, secret=secret_encrypt(plain), secret_prefix=plain[:10] + "…",
+                   created_by=by)  # fmt: skip
     hook.full_clean()
     hook.save()
-    return hook
+    return hook, plain
 
 
 @transaction.atomic

@@ -105,8 +105,8 @@ def _post(request, project) -> None:
         rule = alert_rule_create(project=project, by=request.user, data={**data, "cohort": data["cohort"] or ""})
         messages.success(request, f"Rule “{rule.name}” added; it is evaluated every few minutes.")
     elif op == "hook":
-        hook = webhook_create(project=project, by=request.user, url=request.POST.get("url", "").strip())
-        messages.success(request, f"Webhook added. Its signing secret, shown this once: {hook.secret}")
+        _, secret = webhook_create(project=project, by=request.user, url=request.POST.get("url", "").strip())
+        messages.success(request, f"Webhook added. Its signing secret, shown this once: {secret}")
     elif op == "hook_delete":
         webhook_delete(hook=get_object_or_404(Webhook, project=project, pk=request.POST.get("id")))
         messages.success(request, "Webhook deleted.")
@@ -136,9 +136,12 @@ def alerts_page(request, slug):
     events = AlertEvent.objects.filter(rule__project=project).select_related("rule").prefetch_related(
         "deliveries__webhook")[:50]  # fmt: skip
     version = project.taxonomy_version
+    sources = experiment_sources(user=request.user, project=project)
+    rules = list(project.alert_rules.all())
+    for rule in rules:
+        rule.source_label = dict(sources).get(rule.source, rule.source)
     return render(request, "annotations/monitoring/alerts.html", {
-        "project": project, "role": role, "nav": "projects", "rules": project.alert_rules.all(),
-        "hooks": project.webhooks.all(), "events": events, "sources": experiment_sources(user=request.user,
-        project=project), "modes": version.modes.all() if version else [],
+        "project": project, "role": role, "nav": "projects", "rules": rules, "hooks": project.webhooks.all(),
+        "events": events, "sources": sources, "modes": version.modes.all() if version else [],
         "categories": version.categories.all() if version else [],
     })  # fmt: skip

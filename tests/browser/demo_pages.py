@@ -45,6 +45,8 @@ def demo_pages() -> list[DemoPage]:
     # Round 2 splits on 2.5 over the Magentic-One trace: the page a manager opens from that card.
     revise_code = "2.5"
     revised = Trace.objects.get(project=demo, mas_name="Magentic-One")
+    dates = list(Trace.objects.filter(project=demo).order_by("imported_at").values_list("imported_at", flat=True))
+    middle = dates[len(dates) // 2].date().isoformat()  # the demo dates its traces over eight weeks
     pages = [
         DemoPage("home", "/"),
         DemoPage("profile", "/profile/"),
@@ -88,6 +90,11 @@ def demo_pages() -> list[DemoPage]:
         DemoPage("analytics-frameworks", f"{p}/analytics/frameworks/"),
         DemoPage("analytics-failures-start", f"{p}/analytics/failures-start/"),
         DemoPage("analytics-experiment", f"{p}/analytics/experiment/?a=mas_name:AG2&b=mas_name:ChatDev"),
+        DemoPage("analytics-experiment-corrected", f"{p}/analytics/experiment/?a=imported:..{middle}"
+                 f"&b=imported:{middle}..&rater=corrected:{llm_run.rater_id}"),  # fmt: skip
+        DemoPage("analytics-monitoring", f"{p}/analytics/monitoring/?rater={llm_run.rater_id}"),
+        DemoPage("analytics-alerts", f"{p}/analytics/alerts/"),
+        DemoPage("taxonomy-category-edit", "/taxonomies/mast/v3/categories/3/edit/"),
         DemoPage("taxonomies", "/taxonomies/"),
         DemoPage("taxonomy-version", "/taxonomies/mast/v2/"),
         DemoPage("taxonomy-diff", "/taxonomies/mast/diff/"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from annotations.demo import seed_demo
 from annotations.models import OpenCode, Round
 from traces.models import Trace
 
@@ -20,14 +19,6 @@ document.addEventListener("securitypolicyviolation", (e) => {
 });
 document.addEventListener("htmx:evalDisallowedError", () => window.__csp.push("htmx wanted to eval"));
 """
-
-
-@pytest.fixture
-def demo(transactional_db, password):
-    ctx = seed_demo()
-    ctx.users["manager"].set_password(password)
-    ctx.users["manager"].save()
-    return ctx
 
 
 def main_pages(demo) -> list[tuple[str, str, str]]:
@@ -49,6 +40,8 @@ def main_pages(demo) -> list[tuple[str, str, str]]:
         ("judge", f"/p/{slug}/judge/", "main"),
         ("judge-new", f"/p/{slug}/judge/new/", "#judge-run-form"),
         ("analytics", f"/p/{slug}/analytics/", "figure.chart"),
+        ("monitoring", f"/p/{slug}/analytics/monitoring/", "main"),
+        ("alerts", f"/p/{slug}/analytics/alerts/", "[data-testid=alert-rules]"),
         ("open-codes", f"/p/{slug}/codes/", "[data-testid=codes-table]"),
         ("open-code", f"/p/{slug}/codes/{promoted.pk}/", "[data-testid=promoted]"),
         ("open-code-promote", f"/p/{slug}/codes/{promoted.pk}/promote/", "[data-testid=promote-form]"),

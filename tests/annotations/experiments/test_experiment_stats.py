@@ -112,7 +112,8 @@ def test_the_judge_corrected_difference_adds_the_two_cohorts_variances_and_cover
         covered += d.low <= 0.10 <= d.high
         ta, va, _ = ppi_parts(*cohorts[0])
         tb, vb, _ = ppi_parts(*cohorts[1])
-        assert d.value == pytest.approx(tb - ta) and d.high - d.value == pytest.approx(1.959964 * math.sqrt(va + vb))
+        shown = min(1.0, max(0.0, tb)) - min(1.0, max(0.0, ta))  # the shares as ppi_mean shows them
+        assert d.value == pytest.approx(shown) and d.high - d.value == pytest.approx(1.959964 * math.sqrt(va + vb))
     assert 0.92 <= covered / trials <= 0.98
 
 
@@ -130,3 +131,12 @@ def test_the_detectable_change_is_the_smaller_of_a_rise_and_a_fall():
         assert minimum_detectable_change(share, 40, 40) == pytest.approx(min(rise, fall))
     assert minimum_detectable_change(0.1, 40, 40) < 0.1  # down to about none: the arcsine scale
     assert minimum_detectable_change(0.5, 1, 1) is None
+
+
+def test_a_corrected_share_past_zero_is_shown_and_compared_as_zero():
+    # the humans say none of the judge's three "present" is right: the estimate is 0 - 1 = -1
+    below = (np.array([0.0, 0.0, 0.0]), np.array([1.0, 1.0, 1.0]), np.array([0.0, 0.0, 0.0, 0.0]))
+    zero = (np.array([0.0, 0.0]), np.array([0.0, 0.0]), np.array([0.0, 0.0, 0.0]))
+    assert ppi_parts(*below)[0] == pytest.approx(-1.0)
+    d = ppi_difference(below, zero)
+    assert d.value == 0.0  # 0% against 0%, not +100 points

@@ -16,6 +16,7 @@ from django.utils import timezone
 from statsmodels.stats import multitest as sm_multitest
 from statsmodels.stats import proportion as sm_proportion
 
+from annotations.judge.secrets import secret_encrypt
 from annotations.models import AlertEvent, AlertRule, Webhook, WebhookDelivery
 from annotations.monitoring.alerts import (
     delivery_send,
@@ -71,7 +72,7 @@ def _drive(max_tries: int = 10) -> list[WebhookDelivery]:
 def test_a_level_rule_fires_once_per_crossing_and_each_try_is_logged(project, mast_version, manager, receiver):
     labelled(project, mast_version, n=20, with_mode=10, days_ago=1)  # 50% this week
     labelled(project, mast_version, n=20, with_mode=20, days_ago=20)  # outside the window: not counted
-    Webhook.objects.create(project=project, url=receiver.url, secret=SECRET)
+    Webhook.objects.create(project=project, url=receiver.url, secret=secret_encrypt(SECRET))
     rule = _rule(project, manager)
     receiver.statuses = [500, 503]  # the receiver fails twice, then takes it
 
@@ -114,7 +115,8 @@ def test_a_level_rule_fires_once_per_crossing_and_each_try_is_logged(project, ma
 def test_a_receiver_that_never_answers_is_given_up_after_the_last_try(project, mast_version, manager, settings):
     settings.MAST_WEBHOOK_ATTEMPTS = 2
     labelled(project, mast_version, n=10, with_mode=10, days_ago=1)
-    Webhook.objects.create(project=project, url="http://127.0.0.1:9/nothing-listens", secret=SECRET)
+    nowhere = "http://127.0.0.1:9/nothing-listens"
+    Webhook.objects.create(project=project, url=nowhere, secret=secret_encrypt(SECRET))
     rule_evaluate(rule_id=_rule(project, manager).pk)
     tries = _drive()
     assert [(t.attempt, t.state) for t in tries] == [(1, "retrying"), (2, "failed")]
@@ -165,7 +167,7 @@ def test_a_real_worker_evaluates_the_rule_and_retries_the_receiver(
     project, mast_version, manager, receiver, settings
 ):
     labelled(project, mast_version, n=20, with_mode=10, days_ago=1)
-    Webhook.objects.create(project=project, url=receiver.url, secret=SECRET)
+    Webhook.objects.create(project=project, url=receiver.url, secret=secret_encrypt(SECRET))
     rule = _rule(project, manager)
     receiver.statuses = [500]
     env = {**os.environ, "DATABASE_URL": subprocess_database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL}

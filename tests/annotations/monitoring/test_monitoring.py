@@ -111,6 +111,9 @@ def test_the_api_series_rules_hooks_and_events(weeks, project, manager, annotato
     listed = api.get(f"{base}/webhooks/").json()
     assert "secret" not in listed[0] and listed[0]["secret_prefix"].endswith("…")
     assert hook["secret"] not in str(listed)
+    stored = Webhook.objects.get()
+    assert stored.secret != hook["secret"] and hook["secret"] not in stored.secret  # encrypted at rest
+    assert hook["secret"].startswith(stored.secret_prefix.rstrip("…"))
 
     from annotations.monitoring.alerts import rule_evaluate
 
