@@ -510,3 +510,24 @@ def label_matrix(
         mapping=mapper.summary(),
         source_label=label,
     )
+
+
+MATRIX_SECONDS = 600
+
+
+def label_matrix_cached(*, user, project: Project, source: str = AGREED, filters: dict | None = None,
+                        target: TaxonomyVersion | None = None, facts: dict | None = None,
+                        fingerprint: str | None = None) -> LabelMatrix:  # fmt: skip
+    """``label_matrix``, cached per ``labels_fingerprint`` (a new key after any label, trace or
+    visibility change, so a hit is never stale): the dashboard, the paper table, experiments,
+    monitoring and alert rules share it. ``fingerprint``: the caller's, when it has it already."""
+    facts = facts if facts is not None else project_trace_facts(project=project)
+    fingerprint = fingerprint or labels_fingerprint(
+        user=user, project=project, source=source, filters=filters, target=target, facts_of_traces=facts
+    )
+    key = f"mast:dashboard-matrix:{fingerprint}"
+    M = cache.get(key)
+    if M is None:
+        M = label_matrix(user=user, project=project, source=source, filters=filters, target=target, facts=facts)
+        cache.set(key, M, MATRIX_SECONDS)
+    return M

@@ -33,7 +33,7 @@ from django.db.models import Q
 from django.db.models.functions import MD5
 from django.utils import timezone
 
-from annotations.analytics.selectors import AGREED, FILTER_FIELDS, dashboard_sources, label_matrix
+from annotations.analytics.selectors import AGREED, FILTER_FIELDS, dashboard_sources, label_matrix_cached
 from annotations.analytics.stats import CORRECTIONS, category_matrix, p_adjust
 from annotations.experiments import stats
 from annotations.experiments.corrected import ASSUMPTION, PREFIX, corrected_rows
@@ -190,7 +190,7 @@ def experiment_compare(
         raise ValidationError({"correction": f"use one of {', '.join(CORRECTIONS)}"})
     ca, cb = Cohort.parse(a, which="a"), Cohort.parse(b, which="b")
     corrected = source.startswith(PREFIX)
-    M = label_matrix(user=user, project=project, source=source.removeprefix(PREFIX))
+    M = label_matrix_cached(user=user, project=project, source=source.removeprefix(PREFIX))
     in_a = set(Trace.objects.filter(ca.q, project=project).values_list("pk", flat=True))
     in_b = set(Trace.objects.filter(cb.q, project=project).values_list("pk", flat=True))
     both = in_a & in_b
@@ -201,7 +201,7 @@ def experiment_compare(
     exp = Experiment(a, b, M.source_label, correction, int(mask_a.sum()), int(mask_b.sum()),
                      int(np.isin(ids, list(both)).sum()), 0)  # fmt: skip
     if corrected:
-        H = label_matrix(user=user, project=project, source=AGREED)
+        H = label_matrix_cached(user=user, project=project, source=AGREED)
         exp.source, exp.corrected, exp.caveat = f"{M.source_label} corrected by the agreed labels", True, ASSUMPTION
         exp.modes, exp.categories = corrected_rows(M, H, mask_a, mask_b)
     else:

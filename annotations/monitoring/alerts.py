@@ -137,6 +137,18 @@ def _message(rule: AlertRule, code: str, f: dict) -> str:
     )
 
 
+def _unusable(rule: AlertRule) -> str:
+    """Why the rule cannot be evaluated any more (its creator is gone, the working version has no
+    such code since the project moved to another), or ""."""
+    if rule.created_by is None:
+        return "its creator's account is gone: the rule runs as its creator (the blind rule); add it again"
+    try:
+        rule_check(rule)
+    except ValidationError as exc:
+        return " ".join(exc.messages)
+    return ""
+
+
 def rule_evaluate(*, rule_id: int, now=None) -> list[AlertEvent]:
     """Evaluate one rule (module docstring); returns the events it fired. Skips a rule another
     process is evaluating now."""
@@ -149,6 +161,11 @@ def rule_evaluate(*, rule_id: int, now=None) -> list[AlertEvent]:
             .first()
         )
         if rule is None:
+            return []
+        unusable = _unusable(rule)
+        if unusable:  # said on the alerts page; the rule waits, as it is, until a manager changes it
+            rule.last_evaluated_at, rule.last_result = now, {"error": unusable}
+            rule.save(update_fields=["last_evaluated_at", "last_result"])
             return []
         verdicts, figures = _verdicts(rule, now)
         before = set(rule.firing)

@@ -14,14 +14,16 @@ figures over one time window: the alert rules' input.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
-from django.db.models.functions import TruncDay, TruncWeek
+from django.db.models import BigIntegerField
+from django.db.models.functions import Cast, Extract, TruncDay, TruncWeek
+from django.utils import timezone
 
-from annotations.analytics.selectors import AGREED, LabelMatrix, label_matrix
+from annotations.analytics.selectors import AGREED, LabelMatrix, label_matrix_cached
 from annotations.analytics.stats import category_matrix
 from annotations.experiments.corrected import PREFIX, aligned_human
 from annotations.experiments.selectors import Cohort
@@ -39,19 +41,20 @@ class Labels:
 
     M: LabelMatrix
     C: np.ndarray
+    label: str
     Y: np.ndarray | None = None  # agreed labels on M's rows (corrected source)
     Yc: np.ndarray | None = None
 
 
 def source_labels(*, user, project: Project, source: str) -> Labels:
     corrected = source.startswith(PREFIX)
-    M = label_matrix(user=user, project=project, source=source.removeprefix(PREFIX))
-    labels = Labels(M, category_matrix(M.X, M.column_categories, M.categories))
+    M = label_matrix_cached(user=user, project=project, source=source.removeprefix(PREFIX))
+    labels = Labels(M, category_matrix(M.X, M.column_categories, M.categories), M.source_label)
     if corrected:
-        H = label_matrix(user=user, project=project, source=AGREED)
+        H = label_matrix_cached(user=user, project=project, source=AGREED)
         labels.Y = aligned_human(M, H)
         labels.Yc = category_matrix(labels.Y, M.column_categories, M.categories)
-        M.source_label = f"{M.source_label} corrected by the agreed labels"
+        labels.label = f"{M.source_label} corrected by the agreed labels"
     return labels
 
 
@@ -70,17 +73,20 @@ def _share(f: np.ndarray, y: np.ndarray | None) -> dict:
     return {"k": None, "n": n, **share.as_dict(), "corrected": True, "n_human": int(sample.sum())}
 
 
-def shares(labels: Labels, rows: np.ndarray) -> tuple[list[dict], list[dict]]:
-    """Per mode and per category, the share over ``rows`` (a boolean mask of the matrix's rows)."""
+def _block(F: np.ndarray, Y: np.ndarray | None, codes: list[str]) -> list[dict]:
+    if Y is not None:
+        return [{"code": c, **_share(F[:, i], Y[:, i])} for i, c in enumerate(codes)]
+    present, known = np.sum(F == 1, axis=0), np.sum(~np.isnan(F), axis=0)  # every column at once
+    return [{"code": c, "k": int(present[i]), "n": int(known[i]), **wilson(int(present[i]), int(known[i])).as_dict()}
+            for i, c in enumerate(codes)]  # fmt: skip
+
+
+def shares(labels: Labels, rows) -> tuple[list[dict], list[dict]]:
+    """Per mode and per category, the share over ``rows`` (a boolean mask or an index of the
+    matrix's rows)."""
     M = labels.M
-    modes = [
-        {"code": c, **_share(M.X[rows, i], None if labels.Y is None else labels.Y[rows, i])}
-        for i, c in enumerate(M.codes)
-    ]
-    cats = [
-        {"code": c, **_share(labels.C[rows, i], None if labels.Yc is None else labels.Yc[rows, i])}
-        for i, c in enumerate(M.categories)
-    ]
+    modes = _block(M.X[rows], None if labels.Y is None else labels.Y[rows], M.codes)
+    cats = _block(labels.C[rows], None if labels.Yc is None else labels.Yc[rows], M.categories)
     return modes, cats
 
 
@@ -111,30 +117,32 @@ class Series:
 
 
 def failure_series(*, user, project: Project, source: str = AGREED, cohort: str = "", bucket: str = "week") -> Series:
-    """The project's shares per period (module docstring); only periods with a labelled trace."""
+    """The project's shares per period (module docstring); only periods with a labelled trace.
+    One query gives each trace's period; the matrix's rows are grouped by it with numpy."""
     if bucket not in BUCKETS:
         raise ValidationError({"bucket": f"use one of {', '.join(BUCKETS)}"})
     labels = source_labels(user=user, project=project, source=source)
     M = labels.M
-    dated = (
-        _cohort_ids(project, cohort)
-        .annotate(period=BUCKETS[bucket]("imported_at"))
-        .values_list("id", "period")
-    )
-    at = {pk: i for i, pk in enumerate(M.trace_ids.tolist())}
-    by_period: dict[datetime, list[int]] = {}
-    for pk, period in dated.iterator(chunk_size=10_000):
-        if pk in at:  # a trace without labels from this source is in no period's counts
-            by_period.setdefault(period, []).append(at[pk])
-    series = Series(bucket, M.source_label, labels.Y is not None, cohort, M.codes, M.names, M.categories,
+    epoch = Cast(Extract(BUCKETS[bucket]("imported_at"), "epoch"), BigIntegerField())
+    dated = np.array(list(_cohort_ids(project, cohort).annotate(period=epoch).order_by("id")
+                          .values_list("id", "period")), dtype=np.int64).reshape(-1, 2)  # fmt: skip
+    series = Series(bucket, labels.label, labels.Y is not None, cohort, M.codes, M.names, M.categories,
                     M.category_names)  # fmt: skip
-    for period in sorted(by_period):
-        rows = np.zeros(len(M.trace_ids), dtype=bool)
-        rows[by_period[period]] = True
+    if not len(dated) or not len(M.trace_ids):
+        return series
+    ids, epochs = dated[:, 0], dated[:, 1]
+    starts, period_of_id = np.unique(epochs, return_inverse=True)
+    at = np.minimum(np.searchsorted(ids, M.trace_ids), len(ids) - 1)  # each matrix row's trace in ``ids``
+    row_period = np.where(ids[at] == M.trace_ids, period_of_id[at], -1)
+    order = np.argsort(row_period, kind="stable")
+    bounds = np.searchsorted(row_period[order], np.arange(len(starts) + 1))
+    for i, start in enumerate(starts):
+        rows = order[bounds[i] : bounds[i + 1]]
+        if not len(rows):
+            continue  # traces of this period, none labelled by this source
         modes, cats = shares(labels, rows)
-        series.periods.append(
-            {"start": period.date().isoformat(), "traces": int(rows.sum()), "modes": modes, "categories": cats}
-        )
+        day = timezone.localtime(datetime.fromtimestamp(int(start), tz=UTC)).date()
+        series.periods.append({"start": day.isoformat(), "traces": int(len(rows)), "modes": modes, "categories": cats})
     return series
 
 

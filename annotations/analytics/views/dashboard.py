@@ -27,7 +27,7 @@ from annotations.analytics.selectors import (
     FILTER_FIELDS,
     dashboard_filter_choices,
     dashboard_sources,
-    label_matrix,
+    label_matrix_cached,
     labels_fingerprint,
     project_trace_facts,
 )
@@ -432,11 +432,8 @@ def _charts_cached(user, project, source, filters, target, facts, *, cohort: tup
     cached = cache.get(key)
     if cached is None:
         # the matrix is cached on its own too, so a new cohort or correction reuses it
-        matrix_key = f"mast:dashboard-matrix:{fingerprint}"
-        M = cache.get(matrix_key)
-        if M is None:
-            M = label_matrix(user=user, project=project, source=source, filters=filters, target=target, facts=facts)
-            cache.set(matrix_key, M, CACHE_SECONDS)
+        M = label_matrix_cached(user=user, project=project, source=source, filters=filters, target=target,
+                                facts=facts, fingerprint=fingerprint)  # fmt: skip
         chart_list, summary = build_charts(M, cohort_a=cohort[0], cohort_b=cohort[1], correction=correction)
         cached = (chart_list, summary, M.source_label, M.n_mapped, M.mapping)
         cache.set(key, cached, CACHE_SECONDS)

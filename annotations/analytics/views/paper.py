@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
@@ -26,15 +25,12 @@ from annotations.analytics.selectors import (
     AGREED,
     FILTER_FIELDS,
     dashboard_sources,
-    label_matrix,
-    labels_fingerprint,
-    project_trace_facts,
+    label_matrix_cached,
 )
 from traces.api_errors import QueryParamError
 from traces.projects.permissions import ProjectScopedMixin
 from traces.projects.selectors import project_get_for_user
 
-CACHE_SECONDS = 600
 MEASURES = {"traces": "Share of the framework's traces", "labels": "Share of the framework's failure labels"}
 CI_METHODS = {
     "share_traces": "Wilson score interval, 95%, traces as the independent units",
@@ -66,13 +62,7 @@ def paper_selection(*, user, project, params, strict: bool = False) -> Selection
         if strict:
             raise QueryParamError("rater", f"no rater {source[:40]!r} you may see; use 'agreed' or a rater id")
         source = AGREED
-    facts = project_trace_facts(project=project)
-    fingerprint = labels_fingerprint(user=user, project=project, source=source, filters=filters, facts_of_traces=facts)
-    key = f"mast:dashboard-matrix:{fingerprint}"
-    M = cache.get(key)
-    if M is None:
-        M = label_matrix(user=user, project=project, source=source, filters=filters, facts=facts)
-        cache.set(key, M, CACHE_SECONDS)
+    M = label_matrix_cached(user=user, project=project, source=source, filters=filters)
     rows = paper.framework_mode_table(M.X, M.mas_name)
     return Selection(source, M.source_label, filters, M.codes, M.names, rows, M.n_mapped, sources)
 

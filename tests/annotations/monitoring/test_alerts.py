@@ -187,3 +187,17 @@ def test_a_real_worker_evaluates_the_rule_and_retries_the_receiver(
     assert AlertEvent.objects.filter(rule=rule).count() == 1 and len(receiver.got) == 2
     rule.refresh_from_db()
     assert rule.firing == ["1.3"] and rule.last_evaluated_at > timezone.now() - timedelta(seconds=10)
+
+
+@pytest.mark.django_db
+def test_a_rule_that_cannot_run_any_more_says_why_and_fires_nothing(project, mast_version, manager):
+    labelled(project, mast_version, n=10, with_mode=10, days_ago=1)
+    rule = _rule(project, manager)
+    AlertRule.objects.filter(pk=rule.pk).update(target="1.9")  # the working version has no 1.9 (any more)
+    assert rule_evaluate(rule_id=rule.pk) == []
+    rule.refresh_from_db()
+    assert "no mode or category" in rule.last_result["error"] and rule.firing == []
+    AlertRule.objects.filter(pk=rule.pk).update(target="1.3", created_by=None)
+    assert rule_evaluate(rule_id=rule.pk) == []
+    rule.refresh_from_db()
+    assert "creator" in rule.last_result["error"] and not AlertEvent.objects.exists()
