@@ -19,12 +19,18 @@ app.conf.imports = (
     "annotations.judge.tasks",
     "annotations.releases.tasks",
     "annotations.monitoring.tasks",
+    "traces.live.tasks",
 )
 
 # The sweeps that bring back the jobs of a dead worker (traces/jobs.py; annotations/judge/tasks.py).
 # Each repeats with a countdown while it has work; the jobs sweep, sent on connect, also sends every
 # queued job's task again (a restarted broker may have lost it; a duplicate exits at once).
-SWEEPS = {"traces.jobs_sweep": {"resend_queued": True}, "annotations.judge_sweep": {}, "annotations.alerts_sweep": {}}
+SWEEPS = {
+    "traces.jobs_sweep": {"resend_queued": True},
+    "annotations.judge_sweep": {},
+    "annotations.alerts_sweep": {},
+    "traces.live_assemble": {},
+}
 # A countdown message is delivered at once to one worker, which holds it (reserved, unacknowledged)
 # until it is due: if that worker is killed, the sweep's next run waits for Redis's visibility
 # timeout (15 minutes) and the jobs the dead worker held wait with it, though other workers live.
@@ -34,6 +40,7 @@ BACKSTOP_SWEEPS = {
     "traces.jobs_sweep": {"repeat": False},
     "annotations.judge_sweep": {"repeat": False},
     "annotations.alerts_sweep": {"repeat": False},  # alerts: evaluate the rules due (it has no chain)
+    "traces.live_assemble": {"repeat": False},  # live traces whose quiet period is over (no chain)
 }
 
 

@@ -7,6 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
+from traces.live.receiver import otlp_traces
 from traces.projects.login import ThrottledLoginView
 
 api_patterns = [
@@ -30,6 +31,8 @@ urlpatterns = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_patterns)),
+    # the OTLP/HTTP receiver: OTEL_EXPORTER_OTLP_ENDPOINT=<site>/otlp (traces/live/receiver.py)
+    path("otlp/v1/traces", otlp_traces, name="otlp-traces"),
     path("taxonomies/", include("taxonomy.urls")),
     path("", include("annotations.urls")),
     path("", include("traces.urls")),

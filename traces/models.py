@@ -278,3 +278,68 @@ class ImportJob(models.Model):
     def can_retry(self) -> bool:
         """Failed for a reason other than its input, and the upload is still kept."""
         return self.status == self.Status.FAILED and self.failure == self.Failure.STOPPED and bool(self.upload_dir)
+
+
+class IngestKey(models.Model):
+    """A project's key for the OTLP receiver (traces.live): stored as its SHA-256, found by its
+    prefix, shown once when created, revoked (never deleted: the ingest log names it)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="ingest_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class LiveTrace(models.Model):
+    """A trace whose spans arrive through the OTLP receiver: assembled into a ``Trace`` once its root
+    span has ended and no span came for the quiet period (traces.live.assembly)."""
+
+    class State(models.TextChoices):
+        OPEN = "open", "Receiving"
+        ASSEMBLED = "assembled", "Assembled"
+        FAILED = "failed", "Could not be read"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="live_traces")
+    otel_trace_id = models.CharField(max_length=32)  # hex, as OTLP/JSON writes it
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    trace = models.ForeignKey(Trace, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    n_spans = models.PositiveIntegerField(default=0)
+    first_span_at = models.DateTimeField()
+    last_span_at = models.DateTimeField()
+    root_ended = models.BooleanField(default=False)
+    assembled_at = models.DateTimeField(null=True, blank=True)
+    # a span came after the trace was labelled: kept, the trace itself not rewritten
+    changed_after_labelling = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "otel_trace_id"], name="live_trace_once"),
+            models.CheckConstraint(
+                condition=models.Q(state__in=["open", "assembled", "failed"]), name="live_trace_state"
+            ),
+        ]
+        indexes = [models.Index(fields=["state", "last_span_at"], name="live_trace_due")]
+
+
+class LiveSpan(models.Model):
+    """One span as received (OTLP/JSON shape, ids in hex, with its resource and scope), stored
+    before the receiver answers; a resent span (same trace and span id) is not stored twice."""
+
+    live = models.ForeignKey(LiveTrace, on_delete=models.CASCADE, related_name="spans")
+    span_id = models.CharField(max_length=16)
+    received_at = models.DateTimeField()
+    body = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["live", "span_id"], name="live_span_once")]

@@ -2,6 +2,7 @@
 
 from django.urls import include, path
 
+from traces.live import views as live_views
 from traces.projects import views
 
 urlpatterns = [
@@ -12,6 +13,7 @@ urlpatterns = [
     path("p/<slug:slug>/members/", views.project_members_page, name="project_members"),
     path("p/<slug:slug>/settings/", views.project_settings_page, name="project_settings"),
     path("p/<slug:slug>/settings/working-version/", views.project_working_version_page, name="project_working_version"),
+    path("p/<slug:slug>/settings/live/", live_views.live_page, name="live"),
     path("", include("traces.viewer.urls")),
     path("", include("traces.importing.urls")),
 ]
