@@ -6,6 +6,8 @@ from annotations.models import (
     Adjudication,
     AgreedMask,
     AgreementReport,
+    AlertEvent,
+    AlertRule,
     Annotation,
     AnnotationEvent,
     Attribution,
@@ -26,6 +28,8 @@ from annotations.models import (
     Round,
     RoundAnnotator,
     RoundTrace,
+    Webhook,
+    WebhookDelivery,
 )
 from traces.admin import TriggerKeptAdmin
 
@@ -190,3 +194,35 @@ class AttributionDecisionAdmin(admin.ModelAdmin):
     list_display = ["round", "trace", "decisive_step", "no_single_step", "agent", "basis"]
     list_filter = ["basis"]
     raw_id_fields = ["trace"]
+
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(admin.ModelAdmin):
+    list_display = ["project", "name", "kind", "target", "active", "firing", "last_evaluated_at"]
+    list_filter = ["kind", "active"]
+
+
+class WebhookDeliveryInline(admin.TabularInline):
+    model = WebhookDelivery
+    extra = 0
+    fields = ["webhook", "attempt", "state", "due_at", "sent_at", "status_code", "error"]
+    readonly_fields = fields
+    can_delete = False
+
+
+@admin.register(AlertEvent)
+class AlertEventAdmin(admin.ModelAdmin):
+    list_display = ["rule", "code", "fired_at", "resolved_at"]
+    inlines = [WebhookDeliveryInline]
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    """The secret is never shown (it is stored encrypted; a new hook shows it once on the alerts page)."""
+
+    list_display = ["project", "url", "secret_prefix", "active", "created_at"]
+    exclude = ["secret"]
+    readonly_fields = ["secret_prefix"]
+
+    def has_add_permission(self, request):
+        return False  # a hook needs a secret: added on the alerts page or the API

@@ -81,6 +81,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     from annotations.rounds import demo as rounds_demo
     from traces.importing import demo as importing_demo
     from traces.importing import demo_spans
+    from traces.live import demo as live_demo
     from traces.viewer import demo as viewer_demo
 
     return [
@@ -97,6 +98,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         analytics_demo.seed,
         monitoring_demo.seed,
         codes_demo.seed,
+        live_demo.seed,
     ]
 
 

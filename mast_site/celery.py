@@ -40,8 +40,10 @@ BACKSTOP_SWEEPS = {
     "traces.jobs_sweep": {"repeat": False},
     "annotations.judge_sweep": {"repeat": False},
     "annotations.alerts_sweep": {"repeat": False},  # alerts: evaluate the rules due (it has no chain)
-    "traces.live_assemble": {"repeat": False},  # live traces whose quiet period is over (no chain)
 }
+# Live traces whose quiet period is over are looked for more often (MAST_LIVE_SWEEP_SECONDS): the
+# lag from a trace's last span to it being listed is the quiet period plus up to this
+LIVE_SWEEP = "traces.live_assemble"
 
 
 class SweepOnConnect(bootsteps.StartStopStep):
@@ -66,6 +68,7 @@ class SweepOnConnect(bootsteps.StartStopStep):
 
         # the consumer's timer is cleared when its connection closes, and this runs again on connect
         c.timer.call_repeatedly(float(settings.MAST_JOB_SWEEP_SECONDS), backstop)
+        c.timer.call_repeatedly(float(settings.MAST_LIVE_SWEEP_SECONDS), lambda: c.app.send_task(LIVE_SWEEP))
 
 
 app.steps["consumer"].add(SweepOnConnect)

@@ -2,7 +2,18 @@
 
 from django.contrib import admin
 
-from traces.models import ImportJob, Membership, Project, Step, Trace, TraceSource, TracesStamp
+from traces.models import (
+    ImportJob,
+    IngestKey,
+    LiveSpan,
+    LiveTrace,
+    Membership,
+    Project,
+    Step,
+    Trace,
+    TraceSource,
+    TracesStamp,
+)
 
 
 class TriggerKeptAdmin(admin.ModelAdmin):
@@ -78,3 +89,28 @@ class TraceSourceAdmin(admin.ModelAdmin):
     list_display = ["id", "trace", "external_id", "mas_name", "llm_name", "benchmark", "source_file", "created_at"]
     search_fields = ["external_id", "source_file"]
     raw_id_fields = ["trace", "import_job"]
+
+
+@admin.register(IngestKey)
+class IngestKeyAdmin(admin.ModelAdmin):
+    """Keys are created on the project's Live traces page (shown once); here they can be read and revoked."""
+
+    list_display = ["project", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    exclude = ["key_hash"]
+    readonly_fields = ["project", "name", "prefix", "created_by", "last_used_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(LiveTrace)
+class LiveTraceAdmin(admin.ModelAdmin):
+    list_display = ["project", "otel_trace_id", "state", "n_spans", "last_span_at", "trace", "changed_after_labelling"]
+    list_filter = ["state", "changed_after_labelling"]
+    raw_id_fields = ["trace"]
+
+
+@admin.register(LiveSpan)
+class LiveSpanAdmin(admin.ModelAdmin):
+    list_display = ["live", "span_id", "received_at"]
+    raw_id_fields = ["live"]

@@ -55,6 +55,7 @@ def demo_pages() -> list[DemoPage]:
         DemoPage("project", f"{p}/"),
         DemoPage("members", f"{p}/members/"),
         DemoPage("settings", f"{p}/settings/"),
+        DemoPage("settings-live", f"{p}/settings/live/"),
         DemoPage("project-queue", f"{p}/queue/"),
         DemoPage("traces", f"{p}/traces/"),
         DemoPage("trace", f"{p}/traces/{text_trace.pk}/", ".trace-viewer[data-ready='1']"),
