@@ -27,7 +27,7 @@ from django.utils import timezone
 from traces.importing.results import TraceImportError
 from traces.importing.service import traces_import
 from traces.live.otlp import document
-from traces.models import LiveTrace, Trace
+from traces.models import LiveTrace, Trace, TraceSource
 
 logger = logging.getLogger(__name__)
 BATCH = 200
@@ -38,6 +38,18 @@ def _labelled(trace_id: int) -> bool:
 
     Annotation = apps.get_model("annotations", "Annotation")  # traces does not import annotations
     return Annotation.objects.filter(trace_id=trace_id).exists()
+
+
+def _stored_as(live: LiveTrace, result, upload_name: str) -> Trace | None:
+    """The trace the import stored the live trace as: a new trace; or, when its text equals a
+    stored trace's (two identical runs), that trace, which keeps the live one as another source
+    (traces.importing.merge); or the trace already stored with the same identity (the trace id)."""
+    if result.trace_ids:
+        return Trace.objects.filter(pk__in=result.trace_ids).order_by("pk").first()
+    source = TraceSource.objects.filter(trace__project=live.project, source_file=upload_name).order_by("-pk").first()
+    if source is not None:
+        return source.trace
+    return Trace.objects.filter(project=live.project, external_id=live.otel_trace_id).order_by("pk").first()
 
 
 def live_trace_assemble(*, live_id: int, force: bool = False) -> LiveTrace | None:
@@ -70,7 +82,7 @@ def live_trace_assemble(*, live_id: int, force: bool = False) -> LiveTrace | Non
             live.state, live.error = LiveTrace.State.FAILED, str(exc)[:2000]
             live.save(update_fields=["state", "error"])
             return live
-        live.trace = Trace.objects.filter(pk__in=result.trace_ids).order_by("pk").first()
+        live.trace = _stored_as(live, result, upload.name)
         if live.trace is None:
             live.state, live.error = LiveTrace.State.FAILED, "; ".join(result.errors) or "the import stored no trace"
         else:

@@ -4,6 +4,7 @@ assembled opens again when a new span of it comes (traces.live.assembly decides 
 
 from __future__ import annotations
 
+import orjson
 from django.db import connection, transaction
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -18,9 +19,11 @@ SELECT %s, t, 'open', 0, %s, %s, false, false, '' FROM unnest(%s::text[]) AS t
 ON CONFLICT (project_id, otel_trace_id) DO UPDATE SET project_id = EXCLUDED.project_id
 RETURNING id, otel_trace_id
 """
+# one JSON document of every span (the server parses it once; a jsonb[] parameter would be sent as
+# an array literal with every quote escaped, five times slower)
 _INSERT_SPANS = """
 INSERT INTO traces_livespan (live_id, span_id, received_at, body)
-SELECT * FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::jsonb[])
+SELECT (s->>0)::bigint, s->>1, %s, s->2 FROM jsonb_array_elements(%s::jsonb) AS s
 ON CONFLICT (live_id, span_id) DO NOTHING
 RETURNING live_id
 """
@@ -44,8 +47,8 @@ def spans_store(*, project: Project, spans: list[Received]) -> int:
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute(_UPSERT_TRACES, [project.pk, now, now, trace_ids])
         live_of = {t: pk for pk, t in cur.fetchall()}
-        cur.execute(_INSERT_SPANS, [[live_of[s.trace_id] for s in spans], [s.span_id for s in spans],
-                                    [now] * len(spans), [Jsonb(s.body) for s in spans]])  # fmt: skip
+        rows = [[live_of[s.trace_id], s.span_id, s.body] for s in spans]
+        cur.execute(_INSERT_SPANS, [now, Jsonb(rows, dumps=orjson.dumps)])
         new_per_live: dict[int, int] = {}
         for (live_id,) in cur.fetchall():
             new_per_live[live_id] = new_per_live.get(live_id, 0) + 1

@@ -253,3 +253,60 @@ def test_managers_create_and_revoke_keys_on_the_live_page(client, project, manag
     client.post(url, {"op": "revoke", "id": stored.pk})
     stored.refresh_from_db()
     assert stored.revoked_at is not None
+
+
+def test_the_protobuf_reading_equals_protobufs_own_json_mapping():
+    """traces.live.otlp reads protobuf by hand (ten times faster than MessageToDict): on what the SDK
+    sends (attributes of every kind, events, links, an error status) it gives the JSON mapping's
+    document, ids in hex as OTLP/JSON writes them."""
+    import base64
+
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.trace import Link, Status, StatusCode
+
+    from traces.live.otlp import _protobuf_dict
+
+    capture = Capture()
+    provider = _provider(capture)
+    tracer = provider.get_tracer("crewai.demo", "1.2.3")
+    with tracer.start_as_current_span("parent", attributes={"n": 3, "ok": True, "x": 1.5, "tags": ["a", "b"]}) as p:
+        p.add_event("gen_ai.choice", {"index": 0, "message": '{"content": "hi"}'})
+        p.set_status(Status(StatusCode.ERROR, "boom"))
+        with tracer.start_as_current_span("child", links=[Link(p.get_span_context(), {"why": "retry"})]):
+            pass
+    body = capture.body()
+    mine = _protobuf_dict(body)
+    theirs = MessageToDict(trace_service_pb2.ExportTraceServiceRequest.FromString(body))
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    for rs in theirs["resourceSpans"]:  # the JSON mapping writes ids base64 and enums by name
+        for span in rs["scopeSpans"][0]["spans"]:
+            for item in [span, *span.get("links", [])]:
+                for name in ("traceId", "spanId", "parentSpanId"):
+                    if name in item:
+                        item[name] = base64.b64decode(item[name]).hex()
+            span["kind"] = trace_pb2.Span.SpanKind.Value(span["kind"])
+            if span.get("status"):
+                span["status"]["code"] = trace_pb2.Status.StatusCode.Value(span["status"]["code"])
+            else:
+                span.pop("status", None)
+    assert mine == theirs
+
+
+
+def test_two_identical_runs_become_one_trace_with_two_sources(live_server, project, key):
+    """Two runs whose spans say the same (a deterministic crew) are one trace text: the second live
+    trace is kept as another source of the first's trace, as the file importer merges them."""
+    url = f"{live_server.url}/otlp/v1/traces"
+    spans = [{"spanId": "cd" * 8, "name": "invoke_agent crew", "endTimeUnixNano": "2",
+              "attributes": [{"key": "gen_ai.agent.name", "value": {"stringValue": "crew"}},
+                             {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}]}]  # fmt: skip
+    lives = []
+    for trace_hex in ("ab" * 16, "ef" * 16):
+        scope = {"scope": {"name": "crewai"}, "spans": [{**spans[0], "traceId": trace_hex}]}
+        doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [scope]}]}
+        assert _post(url, json.dumps(doc).encode(), key[1], content_type="application/json")[0] == 200
+        lives.append(live_trace_assemble(live_id=LiveTrace.objects.get(otel_trace_id=trace_hex).pk, force=True))
+    assert [lv.state for lv in lives] == ["assembled", "assembled"], [lv.error for lv in lives]
+    assert lives[0].trace_id == lives[1].trace_id
+    assert Trace.objects.filter(project=project).count() == 1
