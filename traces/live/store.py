@@ -7,7 +7,6 @@ from __future__ import annotations
 import orjson
 from django.db import connection, transaction
 from django.utils import timezone
-from psycopg.types.json import Jsonb
 
 from traces.live.otlp import Received
 from traces.models import Project
@@ -48,7 +47,7 @@ def spans_store(*, project: Project, spans: list[Received]) -> int:
         cur.execute(_UPSERT_TRACES, [project.pk, now, now, trace_ids])
         live_of = {t: pk for pk, t in cur.fetchall()}
         rows = [[live_of[s.trace_id], s.span_id, s.body] for s in spans]
-        cur.execute(_INSERT_SPANS, [now, Jsonb(rows, dumps=orjson.dumps)])
+        cur.execute(_INSERT_SPANS, [now, orjson.dumps(rows).decode()])
         new_per_live: dict[int, int] = {}
         for (live_id,) in cur.fetchall():
             new_per_live[live_id] = new_per_live.get(live_id, 0) + 1
