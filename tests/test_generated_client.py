@@ -211,6 +211,11 @@ def test_every_operation_of_the_generated_client_works(
     hooks = call("projects_webhooks_list", slug).parsed
     call("projects_alert_events_list", slug)
     call("projects_webhooks_destroy", slug, hooks[0].id)
+    call("projects_ingest_keys_create", slug, body=call.body("IngestKeyRequest", {"name": "gen exporter"}))
+    keys = call("projects_ingest_keys_list", slug).parsed
+    call("projects_ingest_keys_revoke_create", slug, keys[0].id)
+    call("projects_live_retrieve", slug)
+    call("projects_live_flush_create", slug)
 
     # a rater's labels from a file (multipart upload)
     lines = "\n".join(json.dumps({"source_id": f"src-{t.pk}", "modes": {"1.1": True}}) for t in traces)

@@ -5,6 +5,7 @@ from django.contrib import admin
 from traces.models import (
     ImportJob,
     IngestKey,
+    IngestStat,
     LiveSpan,
     LiveTrace,
     Membership,
@@ -114,3 +115,8 @@ class LiveTraceAdmin(admin.ModelAdmin):
 class LiveSpanAdmin(admin.ModelAdmin):
     list_display = ["live", "span_id", "received_at"]
     raw_id_fields = ["live"]
+
+
+@admin.register(IngestStat)
+class IngestStatAdmin(admin.ModelAdmin):
+    list_display = ["project", "hour", "requests", "refused_requests", "spans_accepted", "spans_new", "spans_rejected"]

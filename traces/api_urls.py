@@ -10,4 +10,5 @@ urlpatterns = [
     path("projects/<slug:slug>/members/", views.MemberListApi.as_view(), name="api-project-members"),
     path("", include("traces.viewer.api_urls")),
     path("", include("traces.importing.api_urls")),
+    path("", include("traces.live.api_urls")),
 ]

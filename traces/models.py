@@ -343,3 +343,21 @@ class LiveSpan(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["live", "span_id"], name="live_span_once")]
+
+
+class IngestStat(models.Model):
+    """What the OTLP receiver took for a project in one hour: requests, spans acknowledged, new and
+    rejected, and the reasons (traces.live.stats)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="ingest_stats")
+    hour = models.DateTimeField()
+    requests = models.PositiveIntegerField(default=0)
+    refused_requests = models.PositiveIntegerField(default=0)  # 400, 413, 429 on a valid key
+    spans_accepted = models.PositiveBigIntegerField(default=0)
+    spans_new = models.PositiveBigIntegerField(default=0)  # the rest were resent: stored before
+    spans_rejected = models.PositiveBigIntegerField(default=0)
+    reasons = models.JSONField(default=dict, blank=True)  # reason -> spans or requests
+
+    class Meta:
+        ordering = ["project", "-hour"]
+        constraints = [models.UniqueConstraint(fields=["project", "hour"], name="ingest_stat_hour")]

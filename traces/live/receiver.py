@@ -28,6 +28,7 @@ from django.views.decorators.http import require_POST
 
 from traces.live.keys import ingest_key_find
 from traces.live.otlp import JSON, PROTOBUF, OtlpError, decode, error_body, gunzip, success_body
+from traces.live.stats import ingest_count
 from traces.live.store import spans_store
 from traces.models import IngestKey
 
@@ -80,11 +81,13 @@ def otlp_traces(request) -> HttpResponse:
         message = "no valid ingest key: send Authorization: Bearer <key> (a project's key, not revoked)"
         return _answer(401, error_body(UNAUTHENTICATED, message, answer_type), answer_type)
     if _over_rate(key):
+        ingest_count(project_id=key.project_id, refused="429: over the key's requests per second")
         message = f"more than {settings.MAST_OTLP_REQUESTS_PER_SECOND} requests per second on this key"
         return _answer(429, error_body(RESOURCE_EXHAUSTED, message, answer_type), answer_type, retry_after=1)
     limit = settings.MAST_OTLP_MAX_BYTES
     length = int(request.META.get("CONTENT_LENGTH") or 0)
     if length > limit:
+        ingest_count(project_id=key.project_id, refused="413: body too large")
         return _answer(413, error_body(INVALID_ARGUMENT, f"the body is over {limit:,} bytes", answer_type), answer_type)
     raw = request.read(limit + 1)
     try:
@@ -95,12 +98,15 @@ def otlp_traces(request) -> HttpResponse:
         decoded = decode(raw, kind)
     except OtlpError as exc:
         status = 413 if "over" in str(exc) or "more than" in str(exc) else 400
+        ingest_count(project_id=key.project_id, refused=f"{status}: {str(exc)[:80]}")
         return _answer(status, error_body(INVALID_ARGUMENT, str(exc), answer_type), answer_type)
     try:
-        spans_store(project=key.project, spans=decoded.spans)
+        new = spans_store(project=key.project, spans=decoded.spans)
     except DatabaseError:
         logger.exception("OTLP receiver: could not store %s spans for project %s", len(decoded.spans), key.project_id)
         message = "the spans could not be stored now; send them again"
         return _answer(503, error_body(UNAVAILABLE, message, answer_type), answer_type, retry_after=5)
+    ingest_count(project_id=key.project_id, accepted=len(decoded.spans), new=new, rejected=decoded.rejected,
+                 reasons=decoded.reasons)  # fmt: skip
     _touch(key)
     return _answer(200, success_body(decoded, answer_type), answer_type)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Max, Q
+from django.db.models import Max
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from traces.live.assembly import live_trace_assemble
 from traces.live.keys import ingest_key_create, ingest_key_revoke
+from traces.live.stats import live_summary
 from traces.models import IngestKey, LiveTrace
 from traces.projects.selectors import project_get_for_user
 
@@ -40,16 +41,10 @@ def live_page(request, slug):
             messages.error(request, " ".join(exc.messages))
         return redirect("live", slug=project.slug)
     live = LiveTrace.objects.filter(project=project)
-    counts = live.aggregate(
-        open=Count("pk", filter=Q(state=LiveTrace.State.OPEN)),
-        assembled=Count("pk", filter=Q(state=LiveTrace.State.ASSEMBLED)),
-        failed=Count("pk", filter=Q(state=LiveTrace.State.FAILED)),
-        changed=Count("pk", filter=Q(changed_after_labelling=True)),
-        last=Max("last_span_at"),
-    )
+    summary = live_summary(project=project)
     endpoint = request.build_absolute_uri("/otlp")
     return render(request, "traces/live/live.html", {
         "project": project, "role": role, "nav": "projects", "tab": "settings", "endpoint": endpoint,
         "keys": project.ingest_keys.all(), "live": live.select_related("trace").order_by("-last_span_at")[:50],
-        "counts": counts,
+        "summary": summary, "last": live.aggregate(last=Max("last_span_at"))["last"],
     })  # fmt: skip

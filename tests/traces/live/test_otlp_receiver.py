@@ -310,3 +310,41 @@ def test_two_identical_runs_become_one_trace_with_two_sources(live_server, proje
     assert [lv.state for lv in lives] == ["assembled", "assembled"], [lv.error for lv in lives]
     assert lives[0].trace_id == lives[1].trace_id
     assert Trace.objects.filter(project=project).count() == 1
+
+
+def test_the_api_counts_what_the_receiver_took_and_flushes(live_server, project, key, manager, annotator):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    url = f"{live_server.url}/otlp/v1/traces"
+    capture = Capture()
+    run_crew(_provider(capture))
+    for _ in range(2):
+        assert _post(url, capture.body(), key[1])[0] == 200
+    bad = {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "1" * 16}]}]}]}
+    assert _post(url, json.dumps(bad).encode(), key[1], content_type="application/json")[0] == 200
+    assert _post(url, b"\\x00garbage", key[1])[0] == 400
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=manager).key}")
+    data = api.get(f"/api/projects/{project.slug}/live/").json()
+    hour = data["hours"][0]
+    assert (hour["requests"], hour["refused_requests"]) == (3, 1)
+    assert (hour["spans_accepted"], hour["spans_new"], hour["spans_rejected"]) == (12, 6, 1)
+    assert any("traceId" in why for why in hour["reasons"]) and any(why.startswith("400") for why in hour["reasons"])
+    assert data["open"] == 1 and data["traces"][0]["n_spans"] == 6
+    assert api.post(f"/api/projects/{project.slug}/live/flush/").json() == {"assembled": 1, "failed": 0}
+    data = api.get(f"/api/projects/{project.slug}/live/").json()
+    assert data["assembled"] == 1 and data["hours"][0]["traces_assembled"] == 1 and data["lag_seconds"]["traces"] == 1
+
+    created = api.post(f"/api/projects/{project.slug}/ingest-keys/", {"name": "ci"}, format="json").json()
+    assert created["key"].startswith("mast_ik_")
+    listed = api.get(f"/api/projects/{project.slug}/ingest-keys/").json()
+    assert created["key"] not in json.dumps(listed) and {k["name"] for k in listed} == {"test exporter", "ci"}
+    assert api.post(f"/api/projects/{project.slug}/ingest-keys/{created['id']}/revoke/").json()["revoked_at"]
+    assert _post(url, capture.body(), created["key"])[0] == 401
+
+    viewer = APIClient()
+    viewer.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
+    assert viewer.get(f"/api/projects/{project.slug}/live/").status_code in (403, 404)
+    assert viewer.get(f"/api/projects/{project.slug}/ingest-keys/").status_code in (403, 404)
