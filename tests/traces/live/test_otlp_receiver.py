@@ -348,3 +348,59 @@ def test_the_api_counts_what_the_receiver_took_and_flushes(live_server, project,
     viewer.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
     assert viewer.get(f"/api/projects/{project.slug}/live/").status_code in (403, 404)
     assert viewer.get(f"/api/projects/{project.slug}/ingest-keys/").status_code in (403, 404)
+
+
+def test_a_worker_killed_mid_assembly_loses_nothing(live_server, project, key, settings):
+    """A real Celery worker starts assembling (its import waits in the database: a trigger sleeps on
+    the first step row), is killed with SIGKILL; PostgreSQL rolls its transaction back when the
+    connection drops. A new worker's sweep assembles the trace: every span is there, one trace."""
+    import os
+    import time
+
+    from django.db import connection
+
+    from tests.conftest_paths import subprocess_database_url
+    from tests.processes import WorkerProcess
+
+    capture = Capture()
+    trace_hex = run_crew(_provider(capture))
+    assert _post(f"{live_server.url}/otlp/v1/traces", capture.body(), key[1])[0] == 200
+    with connection.cursor() as cur:
+        cur.execute("CREATE OR REPLACE FUNCTION test_stall() RETURNS trigger AS $$ BEGIN "
+                    "PERFORM pg_sleep(60); RETURN NEW; END $$ LANGUAGE plpgsql")  # fmt: skip
+        cur.execute("CREATE TRIGGER test_stall BEFORE INSERT ON traces_step "
+                    "FOR EACH ROW EXECUTE FUNCTION test_stall()")  # fmt: skip
+    env = {**os.environ, "DATABASE_URL": subprocess_database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+           "MAST_LIVE_QUIET_SECONDS": "0", "MAST_LIVE_SWEEP_SECONDS": "0.5"}  # fmt: skip
+    worker = WorkerProcess(env)
+    worker.purge()
+    worker.start(concurrency=2, name="live-a")
+    try:
+        deadline = time.time() + 30
+        stalled = False
+        while time.time() < deadline and not stalled:
+            with connection.cursor() as cur:
+                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+                stalled = cur.fetchone()[0] > 0
+            time.sleep(0.2)
+        assert stalled, "the worker never reached the step rows"
+        worker.kill()
+    finally:
+        worker.stop()
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+            cur.execute("DROP TRIGGER test_stall ON traces_step")
+    live = LiveTrace.objects.get(otel_trace_id=trace_hex)
+    assert live.state == "open" and live.spans.count() == 6 and not Trace.objects.filter(project=project).exists()
+
+    second = WorkerProcess(env)
+    second.start(concurrency=2, name="live-b")
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and LiveTrace.objects.get(pk=live.pk).state == "open":
+            time.sleep(0.3)
+    finally:
+        second.stop()
+    live.refresh_from_db()
+    assert live.state == "assembled" and live.trace is not None
+    assert Trace.objects.filter(project=project).count() == 1 and live.spans.count() == 6
