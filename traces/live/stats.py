@@ -79,7 +79,7 @@ def live_summary(*, project: Project, hours: int = 24) -> dict:
             "SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY lag), "
             "percentile_cont(0.95) WITHIN GROUP (ORDER BY lag) FROM (SELECT extract(epoch FROM assembled_at - "
             "last_span_at) - %s AS lag FROM traces_livetrace WHERE project_id = %s AND assembled_at >= %s "
-            "AND state = 'assembled') t",
+            "AND state = 'assembled') t WHERE lag >= 0",  # a flush before the quiet period ended is no lag
             [quiet, project.pk, since],
         )
         n, p50, p95 = cur.fetchone()
