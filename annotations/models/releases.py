@@ -90,7 +90,9 @@ class ReleaseFile(models.Model):
     kind = models.CharField(max_length=20)  # jsonl, csv, parquet, card, manifest, zip
     size_bytes = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
-    path = models.CharField(max_length=500, help_text="Relative to MEDIA_ROOT.")
+    path = models.CharField(
+        max_length=500, help_text="A storage name (MEDIA_ROOT or the STORAGE_URL store; traces.storage)."
+    )
 
     class Meta:
         ordering = ["release", "name"]
