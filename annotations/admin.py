@@ -17,6 +17,8 @@ from annotations.models import (
     JudgeItem,
     JudgeRun,
     LabelsStamp,
+    LiveDraw,
+    LivePolicy,
     ModeLabel,
     OpenCode,
     PromptTemplate,
@@ -226,3 +228,15 @@ class WebhookAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # a hook needs a secret: added on the alerts page or the API
+
+
+@admin.register(LivePolicy)
+class LivePolicyAdmin(admin.ModelAdmin):
+    list_display = ["project", "active", "connection", "model", "judge_share", "human_share", "human_round"]
+
+
+@admin.register(LiveDraw)
+class LiveDrawAdmin(admin.ModelAdmin):
+    list_display = ["project", "trace", "drawn_at", "judge", "human", "run", "skipped"]
+    list_filter = ["judge", "human"]
+    raw_id_fields = ["trace", "run"]

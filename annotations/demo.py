@@ -74,6 +74,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     from annotations.analytics import demo as analytics_demo
     from annotations.codes import demo as codes_demo
     from annotations.judge import demo as judge_demo
+    from annotations.judge import live_demo as live_policy_demo
     from annotations.labels import demo as labels_demo
     from annotations.monitoring import demo as monitoring_demo
     from annotations.releases import demo as releases_demo
@@ -99,6 +100,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         monitoring_demo.seed,
         codes_demo.seed,
         live_demo.seed,
+        live_policy_demo.seed,
     ]
 
 

@@ -216,6 +216,7 @@ def test_every_operation_of_the_generated_client_works(
     call("projects_ingest_keys_revoke_create", slug, keys[0].id)
     call("projects_live_retrieve", slug)
     call("projects_live_flush_create", slug)
+    call("projects_live_policy_retrieve", slug)
 
     # a rater's labels from a file (multipart upload)
     lines = "\n".join(json.dumps({"source_id": f"src-{t.pk}", "modes": {"1.1": True}}) for t in traces)
@@ -249,6 +250,8 @@ def test_every_operation_of_the_generated_client_works(
         call("projects_judge_runs_cancel_create", slug, run.id, ok=(200, 202, 409))
         call("projects_judge_runs_resume_create", slug, run.id, ok=(200, 202, 409))
         call("projects_judge_comparison_retrieve", slug, s=[f"run:{run.id}"])
+        call("projects_live_policy_update", slug, body=call.body("LivePolicyInRequest", {
+            "connection": conn.id, "model": "gen-model", "judge_share": 1.0, "human_share": 0.0}))  # fmt: skip
         call("projects_judge_connections_destroy", slug, conn.id, ok=(204, 409))
     finally:
         llm.stop()

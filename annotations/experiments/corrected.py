@@ -63,9 +63,10 @@ def _row(code: str, name: str, a: tuple, b: tuple) -> dict:
     }
 
 
-def aligned_human(J, H) -> np.ndarray:
+def aligned_human(J, H, sample: set[int] | None = None) -> np.ndarray:
     """The agreed labels ``H`` on the rows of the judge's matrix ``J`` (NaN where a trace has none);
-    both ``label_matrix`` results on the same version."""
+    both ``label_matrix`` results on the same version. ``sample``: only these traces' agreed labels
+    count (the live policy's uniformly random human sample, ``annotations.judge.live``)."""
     if J.codes != H.codes:
         raise ValueError("the judge's and the humans' matrices must be on the same taxonomy version")
     at = {pk: i for i, pk in enumerate(H.trace_ids.tolist())}
@@ -73,13 +74,17 @@ def aligned_human(J, H) -> np.ndarray:
     Y = np.full(J.X.shape, np.nan)
     has = rows_h >= 0
     Y[has] = H.X[rows_h[has]]
+    if sample is not None:
+        Y[~np.isin(J.trace_ids, np.fromiter(sample, dtype=np.int64, count=len(sample)))] = np.nan
     return Y
 
 
-def corrected_rows(J, H, mask_a: np.ndarray, mask_b: np.ndarray) -> tuple[list[dict], list[dict]]:
+def corrected_rows(J, H, mask_a: np.ndarray, mask_b: np.ndarray, sample: set[int] | None = None
+                   ) -> tuple[list[dict], list[dict]]:  # fmt: skip
     """Mode rows and category rows from judge matrix ``J`` and agreed matrix ``H`` (both
-    ``label_matrix`` results on the same version), cohorts as masks over ``J``'s rows."""
-    Y = aligned_human(J, H)
+    ``label_matrix`` results on the same version), cohorts as masks over ``J``'s rows; ``sample`` as
+    ``aligned_human``'s."""
+    Y = aligned_human(J, H, sample)
     Jc = category_matrix(J.X, J.column_categories, J.categories)
     Yc = category_matrix(Y, J.column_categories, J.categories)
 

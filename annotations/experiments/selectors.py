@@ -37,6 +37,7 @@ from annotations.analytics.selectors import AGREED, FILTER_FIELDS, dashboard_sou
 from annotations.analytics.stats import CORRECTIONS, category_matrix, p_adjust
 from annotations.experiments import stats
 from annotations.experiments.corrected import ASSUMPTION, PREFIX, corrected_rows
+from annotations.judge.live import human_sample_ids
 from annotations.judge.prevalence import wilson
 from annotations.models import Rater
 from taxonomy.models import Category, FailureMode
@@ -203,7 +204,7 @@ def experiment_compare(
     if corrected:
         H = label_matrix_cached(user=user, project=project, source=AGREED)
         exp.source, exp.corrected, exp.caveat = f"{M.source_label} corrected by the agreed labels", True, ASSUMPTION
-        exp.modes, exp.categories = corrected_rows(M, H, mask_a, mask_b)
+        exp.modes, exp.categories = corrected_rows(M, H, mask_a, mask_b, human_sample_ids(project=project))
     else:
         (ka, na), (kb, nb) = _columns(Xa), _columns(Xb)
         exp.modes = [_compare(c, M.names.get(c, ""), int(ka[i]), int(na[i]), int(kb[i]), int(nb[i]))

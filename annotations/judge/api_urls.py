@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from annotations.judge.api import compare, reliability
+from annotations.judge.api import compare, live, reliability
 from annotations.judge.api import connections as conns
 from annotations.judge.api import runs as judge
 
 urlpatterns = [
+    path("projects/<slug:slug>/live/policy/", live.LivePolicyApi.as_view(), name="api-live-policy"),
     path("projects/<slug:slug>/judge-runs/", judge.JudgeRunListApi.as_view(), name="api-judge-runs"),
     path("projects/<slug:slug>/judge-runs/<int:run_id>/", judge.JudgeRunDetailApi.as_view(), name="api-judge-run"),
     path(

@@ -30,7 +30,7 @@ from django.db.models import QuerySet
 from annotations.judge.providers import base, keys, provider_get
 from annotations.judge.secrets import secret_decrypt, secret_encrypt, secret_hint
 from annotations.judge.worker import allowed_keys, connection_adaptation_record
-from annotations.models import ProviderConnection
+from annotations.models import LivePolicy, ProviderConnection
 from traces.models import Project
 
 log = logging.getLogger(__name__)
@@ -160,6 +160,8 @@ def connection_save(
 def connection_delete(*, connection: ProviderConnection) -> None:
     if connection.runs.exists():
         raise ValidationError("runs used this connection; it is kept so their settings stay readable")
+    if LivePolicy.objects.filter(connection=connection).exists():
+        raise ValidationError("the project's live judge policy uses this connection; change the policy first")
     connection.delete()
 
 

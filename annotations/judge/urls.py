@@ -2,13 +2,14 @@
 
 from django.urls import path
 
-from annotations.judge.views import compare, reliability
+from annotations.judge.views import compare, live, reliability
 from annotations.judge.views import connections as conns
 from annotations.judge.views import runs as judge
 
 urlpatterns = [
     path("p/<slug:slug>/judge/", judge.judge_list, name="judge_list"),
     path("p/<slug:slug>/judge/new/", judge.judge_run_new, name="judge_run_new"),
+    path("p/<slug:slug>/judge/live/", live.live_policy_page, name="judge_live"),
     path("p/<slug:slug>/judge/prompt/", judge.judge_prompt_page, name="judge_prompt"),
     path("p/<slug:slug>/judge/compare/", compare.judge_compare_page, name="judge_compare"),
     path("p/<slug:slug>/judge/reliability/", reliability.judge_reliability_page, name="judge_reliability"),

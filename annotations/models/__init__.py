@@ -1,7 +1,15 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
 from annotations.models.attribution import Attribution, AttributionDecision
-from annotations.models.judge import JudgeCache, JudgeItem, JudgeRun, PromptTemplate, ProviderConnection
+from annotations.models.judge import (
+    JudgeCache,
+    JudgeItem,
+    JudgeRun,
+    LiveDraw,
+    LivePolicy,
+    PromptTemplate,
+    ProviderConnection,
+)
 from annotations.models.labels import Annotation, AnnotationEvent, ModeLabel, OpenCode, Rater
 from annotations.models.monitoring import AlertEvent, AlertRule, Webhook, WebhookDelivery
 from annotations.models.releases import Release, ReleaseFile, ReleasePolicy
@@ -33,6 +41,8 @@ __all__ = [
     "JudgeItem",
     "JudgeRun",
     "LabelsStamp",
+    "LiveDraw",
+    "LivePolicy",
     "ModeLabel",
     "OpenCode",
     "PromptTemplate",

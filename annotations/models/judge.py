@@ -269,3 +269,48 @@ class JudgeCache(models.Model):
 
     def __str__(self) -> str:
         return f"cache {self.key[:10]}"
+
+
+class LivePolicy(models.Model):
+    """What happens to each new live trace of a project (annotations.judge.live): a uniformly random
+    share is judged by one connection's model within a daily budget, and an independent uniformly
+    random share goes to the human round's queues (the sample the corrected shares use)."""
+
+    project = models.OneToOneField("traces.Project", on_delete=models.CASCADE, related_name="live_policy")
+    active = models.BooleanField(default=True)
+    connection = models.ForeignKey(ProviderConnection, on_delete=models.PROTECT, related_name="+")
+    model = models.CharField(max_length=200)
+    judge_share = models.FloatField(default=1.0)
+    human_share = models.FloatField(default=0.1)
+    human_round = models.ForeignKey(
+        "annotations.Round", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="An open round whose annotators get the human sample in their queues.",
+    )  # fmt: skip
+    daily_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    daily_cost = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(judge_share__gte=0, judge_share__lte=1, human_share__gte=0, human_share__lte=1),
+                name="live_policy_shares",
+            ),
+        ]
+
+
+class LiveDraw(models.Model):
+    """The live policy's draws for one new trace: judged or not (and why not), in the human sample
+    or not. The human sample's traces are the ones corrected shares of live data use."""
+
+    project = models.ForeignKey("traces.Project", on_delete=models.CASCADE, related_name="live_draws")
+    trace = models.OneToOneField("traces.Trace", on_delete=models.CASCADE, related_name="live_draw")
+    drawn_at = models.DateTimeField(auto_now_add=True)
+    judge = models.BooleanField()  # drawn for the judge
+    human = models.BooleanField()  # drawn for the human sample
+    run = models.ForeignKey(JudgeRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    skipped = models.CharField(max_length=200, blank=True)  # drawn for the judge but not judged: why
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "human"], name="live_draw_sample")]

@@ -27,6 +27,7 @@ from annotations.analytics.selectors import AGREED, LabelMatrix, label_matrix_ca
 from annotations.analytics.stats import category_matrix
 from annotations.experiments.corrected import PREFIX, aligned_human
 from annotations.experiments.selectors import Cohort
+from annotations.judge.live import human_sample_ids
 from annotations.judge.prevalence import ppi_mean, wilson
 from traces.models import Project, Trace
 
@@ -52,7 +53,7 @@ def source_labels(*, user, project: Project, source: str) -> Labels:
     labels = Labels(M, category_matrix(M.X, M.column_categories, M.categories), M.source_label)
     if corrected:
         H = label_matrix_cached(user=user, project=project, source=AGREED)
-        labels.Y = aligned_human(M, H)
+        labels.Y = aligned_human(M, H, human_sample_ids(project=project))
         labels.Yc = category_matrix(labels.Y, M.column_categories, M.categories)
         labels.label = f"{M.source_label} corrected by the agreed labels"
     return labels

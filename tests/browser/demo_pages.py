@@ -82,6 +82,7 @@ def demo_pages() -> list[DemoPage]:
         DemoPage("judge-reliability", f"{p}/judge/reliability/?run={llm_run.pk}", "#reliability-modes"),
         DemoPage("judge-imports", f"{p}/judge/imports/"),
         DemoPage("judge-connections", f"{p}/judge/connections/"),
+        DemoPage("judge-live", f"{p}/judge/live/"),
         DemoPage("judge-connection", f"{p}/judge/connections/{connection.pk}/"),
         DemoPage("judge-run", f"{p}/judge/runs/{llm_run.pk}/"),
         DemoPage("judge-quality", f"{p}/judge/runs/{llm_run.pk}/quality/"),

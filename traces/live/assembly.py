@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from traces.importing.results import TraceImportError
 from traces.importing.service import traces_import
+from traces.live.hooks import live_trace_new
 from traces.live.otlp import document
 from traces.models import LiveTrace, Trace, TraceSource
 
@@ -82,7 +83,10 @@ def live_trace_assemble(*, live_id: int, force: bool = False) -> LiveTrace | Non
             live.state, live.error = LiveTrace.State.FAILED, str(exc)[:2000]
             live.save(update_fields=["state", "error"])
             return live
+        first_time = old is None
         live.trace = _stored_as(live, result, upload.name)
+        if live.trace is not None and first_time and live.trace.pk in result.trace_ids:
+            live_trace_new(live=live, trace=live.trace)  # the live policy draws it (annotations.judge.live)
         if live.trace is None:
             live.state, live.error = LiveTrace.State.FAILED, "; ".join(result.errors) or "the import stored no trace"
         else:

@@ -91,5 +91,4 @@ def live_summary(*, project: Project, hours: int = 24) -> dict:
         "assembled": states.get("assembled", 0),
         "failed": states.get("failed", 0),
         "changed_after_labelling": LiveTrace.objects.filter(project=project, changed_after_labelling=True).count(),
-        "judge_backlog": None,  # no live judge policy yet (issue 30): nothing is judged as it arrives
     }
