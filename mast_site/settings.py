@@ -313,6 +313,7 @@ MAST_WEBHOOK_BACKOFF_SECONDS = env.float("MAST_WEBHOOK_BACKOFF_SECONDS", default
 # root span ended); a request body's limit (compressed or not); requests per second per ingest key
 MAST_LIVE_QUIET_SECONDS = env.float("MAST_LIVE_QUIET_SECONDS", default=30.0)
 MAST_LIVE_SWEEP_SECONDS = env.float("MAST_LIVE_SWEEP_SECONDS", default=1.0)
+MAST_LIVE_MAX_BACKLOG = env.int("MAST_LIVE_MAX_BACKLOG", default=10_000)  # traces due, not yet assembled: 503
 MAST_OTLP_MAX_BYTES = env.int("MAST_OTLP_MAX_BYTES", default=16 * 1024**2)
 MAST_OTLP_REQUESTS_PER_SECOND = env.int("MAST_OTLP_REQUESTS_PER_SECOND", default=200)
 MAST_JOB_QUEUED_RESEND_SECONDS = env.float("MAST_JOB_QUEUED_RESEND_SECONDS", default=300.0)

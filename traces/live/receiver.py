@@ -7,7 +7,8 @@ asks: 200 with an ExportTraceServiceResponse (a partial success names the reject
 only once the spans are stored; 400 for a body it cannot read, 401 for a missing, unknown or
 revoked key, 413 for a body over ``MAST_OTLP_MAX_BYTES`` (compressed or not), 415 for another
 content type; 429 with ``Retry-After`` when a key sends more than ``MAST_OTLP_REQUESTS_PER_SECOND``
-requests in a second, 503 with ``Retry-After`` when the database cannot take the spans now. The
+requests in a second, 503 with ``Retry-After`` when the database cannot take the spans now or more
+than ``MAST_LIVE_MAX_BACKLOG`` traces wait to be assembled (the workers are not keeping up). The
 exporters retry 429 and 503 after that time; a resent span is not stored twice. The body is read
 to at most the limit, so memory per request is bounded.
 
@@ -17,6 +18,7 @@ Not a browser endpoint: no session, no cookies, so no CSRF token (the key is the
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -30,7 +32,7 @@ from traces.live.keys import ingest_key_find
 from traces.live.otlp import JSON, PROTOBUF, OtlpError, decode, error_body, gunzip, success_body
 from traces.live.stats import ingest_count
 from traces.live.store import spans_store
-from traces.models import IngestKey
+from traces.models import IngestKey, LiveTrace
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,19 @@ def _over_rate(key: IngestKey) -> bool:
         return False
 
 
+def _backlogged(project_id: int) -> bool:
+    """More live traces waiting to be assembled (quiet period over) than MAST_LIVE_MAX_BACKLOG: the
+    workers are not keeping up, so the receiver asks exporters to wait (counted at most every 5 s)."""
+    name = f"mast:otlp-backlog:{project_id}"
+    waiting = cache.get(name)
+    if waiting is None:
+        quiet = timezone.now() - timedelta(seconds=settings.MAST_LIVE_QUIET_SECONDS)
+        waiting = LiveTrace.objects.filter(project_id=project_id, state=LiveTrace.State.OPEN, root_ended=True,
+                                           last_span_at__lt=quiet).count()  # fmt: skip
+        cache.set(name, waiting, timeout=5)
+    return waiting > settings.MAST_LIVE_MAX_BACKLOG
+
+
 def _touch(key: IngestKey) -> None:
     now = timezone.now()
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
@@ -84,6 +99,10 @@ def otlp_traces(request) -> HttpResponse:
         ingest_count(project_id=key.project_id, refused="429: over the key's requests per second")
         message = f"more than {settings.MAST_OTLP_REQUESTS_PER_SECOND} requests per second on this key"
         return _answer(429, error_body(RESOURCE_EXHAUSTED, message, answer_type), answer_type, retry_after=1)
+    if _backlogged(key.project_id):
+        ingest_count(project_id=key.project_id, refused="503: the assembly is behind")
+        message = "the traces received are waiting to be assembled; send again later"
+        return _answer(503, error_body(UNAVAILABLE, message, answer_type), answer_type, retry_after=10)
     limit = settings.MAST_OTLP_MAX_BYTES
     length = int(request.META.get("CONTENT_LENGTH") or 0)
     if length > limit:

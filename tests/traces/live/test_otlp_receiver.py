@@ -183,6 +183,13 @@ def test_bad_requests_are_answered_as_the_specification_says(live_server, projec
     settings.MAST_OTLP_REQUESTS_PER_SECOND = 0
     status, _, headers = _post(url, json.dumps(doc).encode(), key[1], content_type="application/json")
     assert status == 429 and headers.get("Retry-After") == "1"
+    # the workers are behind: one trace waits to be assembled, the backlog allowed is none
+    from django.core.cache import cache
+
+    settings.MAST_OTLP_REQUESTS_PER_SECOND, settings.MAST_LIVE_MAX_BACKLOG, settings.MAST_LIVE_QUIET_SECONDS = 100, 0, 0
+    cache.clear()
+    status, _, headers = _post(url, json.dumps(doc).encode(), key[1], content_type="application/json")
+    assert status == 503 and headers.get("Retry-After") == "10"
 
 
 def test_a_late_span_updates_an_unlabelled_trace_and_marks_a_labelled_one(live_server, project, key, manager):
