@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import random
 import secrets
 import signal
 import statistics
@@ -98,7 +99,8 @@ class Exporter(threading.Thread):
     def run(self) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         headers = {"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {self.key}"}
-        start = time.time()
+        # exporters are not in step: each starts at its own point of the period
+        start = time.time() + (random.uniform(0, self.every) if self.every else 0.0)
         end = start + self.seconds
         sent = 0
         while time.time() < end:
