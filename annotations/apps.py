@@ -12,7 +12,7 @@ class AnnotationsConfig(AppConfig):
         taxonomy and traces never import annotations."""
         # Imported in ready(): the models are loaded only now, and these modules import them.
         from annotations.judge import checks  # noqa: F401  (registers the settings checks)
-        from annotations.judge.live import live_policy_apply
+        from annotations.judge.live import live_judge_backlog, live_policy_apply
         from annotations.labels.imported import MastDataJudgeHook
         from annotations.labels.imported_attribution import GroundTruthAttributionHook
         from annotations.labels.trace_state import labelling_annotations
@@ -24,7 +24,7 @@ class AnnotationsConfig(AppConfig):
         from taxonomy.access import version_user_register
         from traces.importing.hooks import register_import_hook
         from traces.jobs import job_kind_register
-        from traces.live.hooks import live_trace_register
+        from traces.live.hooks import live_summary_register, live_trace_register
         from traces.projects.overview import project_status_register
         from traces.projects.tabs import project_tab_register
         from traces.viewer.label_state import trace_label_state_register
@@ -37,6 +37,7 @@ class AnnotationsConfig(AppConfig):
         register_import_hook(ReleaseLabelsHook())  # a release imported again: agreed labels and raters back
         trace_label_state_register(labelling_annotations)  # the trace list's "labelled"
         live_trace_register(live_policy_apply)  # each new live trace: the live judge policy's draws
+        live_summary_register(live_judge_backlog)  # the live page's judge backlog
         # the project home page's "where the work stands" panel (annotations/status.py)
         project_status_register(key="loop", fn=project_status, template="annotations/_status.html", order=10)
         version_user_register(name="annotations.round", fn=version_used_by_managed_round)

@@ -127,3 +127,11 @@ def human_sample_ids(*, project: Project) -> set[int] | None:
     if not draws.exists():
         return None
     return set(draws.filter(human=True).values_list("trace_id", flat=True))
+
+
+def live_judge_backlog(*, project: Project) -> dict:
+    """The live policy's runs not finished yet (queued, running or paused) and their traces: the
+    ingest page's "judge backlog"."""
+    unfinished = ["queued", "running", "paused"]
+    waiting = JudgeRun.objects.filter(project=project, selection__origin=LIVE, state__in=unfinished)
+    return {"judge_backlog": {"runs": waiting.count(), "traces": waiting.aggregate(n=Sum("n_total"))["n"] or 0}}

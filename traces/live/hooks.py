@@ -18,3 +18,20 @@ def live_trace_register(fn: Callable) -> None:
 def live_trace_new(*, live, trace) -> None:
     for fn in _ON_NEW:
         fn(live=live, trace=trace)
+
+
+_EXTRA: list[Callable] = []
+
+
+def live_summary_register(fn: Callable) -> None:
+    """``fn(project=Project) -> dict``, merged into the live page's and API's figures (the judge's
+    backlog comes from annotations this way)."""
+    if fn not in _EXTRA:
+        _EXTRA.append(fn)
+
+
+def live_summary_extra(*, project) -> dict:
+    out: dict = {}
+    for fn in _EXTRA:
+        out.update(fn(project=project))
+    return out

@@ -19,6 +19,7 @@ from django.db.models import Count
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
+from traces.live.hooks import live_summary_extra
 from traces.models import IngestStat, LiveTrace, Project
 
 logger = logging.getLogger(__name__)
@@ -91,4 +92,5 @@ def live_summary(*, project: Project, hours: int = 24) -> dict:
         "assembled": states.get("assembled", 0),
         "failed": states.get("failed", 0),
         "changed_after_labelling": LiveTrace.objects.filter(project=project, changed_after_labelling=True).count(),
+        **live_summary_extra(project=project),  # the live judge's backlog (annotations.judge.live)
     }

@@ -15,14 +15,14 @@ from functools import cached_property
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Substr
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from traces.models import Project, Step, Trace
+from traces.models import LiveTrace, Project, Step, Trace
 from traces.projects.selectors import user_can
 from traces.viewer.label_state import trace_label_state, trace_label_state_of
 from traces.viewer.tree import trace_tree
@@ -212,8 +212,11 @@ def trace_filter_choices(*, project: Project) -> dict[str, list[str]]:
 
 
 def trace_get(*, project: Project, pk: int) -> Trace:
-    """One trace of the project without its raw text (404 when it is not in this project)."""
-    return get_object_or_404(Trace.objects.defer("raw_text").select_related("project"), project=project, pk=pk)
+    """One trace of the project without its raw text (404 when it is not in this project), with
+    ``live_changed``: spans of it came live after it was labelled (traces.live.assembly)."""
+    changed = LiveTrace.objects.filter(trace=OuterRef("pk"), changed_after_labelling=True)
+    qs = Trace.objects.defer("raw_text").select_related("project").annotate(live_changed=Exists(changed))
+    return get_object_or_404(qs, project=project, pk=pk)
 
 
 # a span step's parent, model, tokens and timing come along (null / "" on flat traces)

@@ -65,6 +65,10 @@ def test_new_live_traces_are_judged_at_the_share_and_sampled_for_humans(project,
     # the judge's runs go through the ordinary machinery to the local OpenAI-protocol server
     run = judged[0].run
     assert drive(run).state == "done" and run.items.get().state == "done"
+    from traces.live.stats import live_summary
+
+    backlog = live_summary(project=project)["judge_backlog"]  # the ingest page's figure
+    assert backlog == {"runs": len(judged) - 1, "traces": len(judged) - 1}  # one run was driven to the end
     summary = live_policy_summary(project=project)
     assert summary["traces_drawn"] == 60 and summary["judged"] == len(judged)
     assert summary["human_sample"] == len(sampled) and summary["spent_today"]["tokens"] > 0

@@ -214,6 +214,12 @@ def test_a_late_span_updates_an_unlabelled_trace_and_marks_a_labelled_one(live_s
     labelled = live.trace_id
     live = live_trace_assemble(live_id=live.pk, force=True)
     assert live.trace_id == labelled and live.changed_after_labelling and live.n_spans == 8
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(manager)
+    page = browser.get(f"/p/{project.slug}/traces/{labelled}/").content.decode()
+    assert 'data-testid="live-changed"' in page  # the trace says it changed after labelling
 
 
 def test_a_killed_assembly_loses_nothing(live_server, project, key):
