@@ -41,8 +41,7 @@ def live_spend_today(*, project: Project) -> dict:
             "runs": runs.count()}  # fmt: skip
 
 
-def _over_budget(policy: LivePolicy) -> str:
-    spent = live_spend_today(project=policy.project)
+def _over_budget(policy: LivePolicy, spent: dict) -> str:
     if policy.daily_tokens is not None and spent["tokens"] >= policy.daily_tokens:
         return f"daily token budget used up ({spent['tokens']:,} of {policy.daily_tokens:,})"
     if policy.daily_cost is not None and spent["cost"] >= policy.daily_cost:
@@ -62,9 +61,9 @@ def live_policy_apply(*, live, trace) -> LiveDraw | None:
         last = RoundTrace.objects.filter(round=policy.human_round).aggregate(m=Max("order"))["m"]
         RoundTrace.objects.get_or_create(round=policy.human_round, trace=trace, defaults={"order": (last or 0) + 1})
     if draw.judge:
-        draw.skipped = _over_budget(policy)
+        spent = live_spend_today(project=policy.project)
+        draw.skipped = _over_budget(policy, spent)
         if not draw.skipped:
-            spent = live_spend_today(project=policy.project)
             run = judge_run_create(
                 project=policy.project, by=policy.created_by, provider="openai", connection=policy.connection,
                 model=policy.model, traces={"ids": [trace.pk]},

@@ -12,7 +12,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from traces.live.assembly import live_trace_assemble
+from traces.live.assembly import live_flush
 from traces.live.keys import ingest_key_create, ingest_key_revoke
 from traces.live.stats import live_summary
 from traces.models import IngestKey, LiveTrace
@@ -45,10 +45,9 @@ class LiveFlushApi(ProjectScopedMixin, APIView):
 
     @extend_schema(request=None, responses={200: OpenApiResponse(OpenApiTypes.OBJECT)})
     def post(self, request, slug):
-        opened = list(LiveTrace.objects.filter(project=self.project, state="open").values_list("pk", flat=True))
-        done = [live_trace_assemble(live_id=pk, force=True) for pk in opened]
-        return Response({"assembled": sum(1 for d in done if d is not None and d.state == "assembled"),
-                         "failed": sum(1 for d in done if d is not None and d.state == "failed")})  # fmt: skip
+        done = live_flush(project=self.project)
+        return Response({"assembled": sum(1 for d in done if d.state == "assembled"),
+                         "failed": sum(1 for d in done if d.state == "failed")})  # fmt: skip
 
 
 class IngestKeySerializer(serializers.ModelSerializer):

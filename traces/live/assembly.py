@@ -53,9 +53,9 @@ def _stored_as(live: LiveTrace, result, upload_name: str) -> Trace | None:
     return Trace.objects.filter(project=live.project, external_id=live.otel_trace_id).order_by("pk").first()
 
 
-def live_trace_assemble(*, live_id: int, force: bool = False) -> LiveTrace | None:
-    """Assemble one live trace if it is due (``force``: now, an explicit flush); None when another
-    process has it or it is not open."""
+def live_trace_assemble(*, live_id: int) -> LiveTrace | None:
+    """Assemble one open live trace now (the sweep calls it for the traces due, ``live_flush`` for
+    every open one); None when another process has it or it is not open."""
     with transaction.atomic():
         live = (
             LiveTrace.objects.select_for_update(skip_locked=True, of=("self",))
@@ -94,6 +94,13 @@ def live_trace_assemble(*, live_id: int, force: bool = False) -> LiveTrace | Non
         live.assembled_at = now
         live.save(update_fields=["trace", "state", "error", "assembled_at"])
         return live
+
+
+def live_flush(*, project) -> list[LiveTrace]:
+    """Assemble every open live trace of ``project`` now, without waiting for its quiet period (an
+    explicit flush); the live traces this process assembled."""
+    opened = list(LiveTrace.objects.filter(project=project, state=LiveTrace.State.OPEN).values_list("pk", flat=True))
+    return [live for live in (live_trace_assemble(live_id=pk) for pk in opened) if live is not None]
 
 
 def live_assemble_due(*, now=None) -> int:

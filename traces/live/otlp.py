@@ -29,6 +29,10 @@ class OtlpError(ValueError):
     """The request cannot be read (the answer is a 400 saying this)."""
 
 
+class OtlpTooLarge(OtlpError):
+    """The body, compressed or not, is over the limit (the answer is a 413)."""
+
+
 @dataclass
 class Received:
     trace_id: str
@@ -61,7 +65,7 @@ def gunzip(body: bytes, limit: int) -> bytes:
     except zlib.error as exc:
         raise OtlpError(f"the body is not valid gzip ({exc})") from None
     if len(out) > limit or d.unconsumed_tail:
-        raise OtlpError(f"the body decompresses to more than {limit:,} bytes")
+        raise OtlpTooLarge(f"the body decompresses to more than {limit:,} bytes")
     return out
 
 

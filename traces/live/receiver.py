@@ -29,7 +29,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from traces.live.keys import ingest_key_find
-from traces.live.otlp import JSON, PROTOBUF, OtlpError, decode, error_body, gunzip, success_body
+from traces.live.otlp import JSON, PROTOBUF, OtlpError, OtlpTooLarge, decode, error_body, gunzip, success_body
 from traces.live.stats import ingest_count
 from traces.live.store import spans_store
 from traces.models import IngestKey, LiveTrace
@@ -111,12 +111,12 @@ def otlp_traces(request) -> HttpResponse:
     raw = request.read(limit + 1)
     try:
         if len(raw) > limit:
-            raise OtlpError(f"the body is over {limit:,} bytes")
+            raise OtlpTooLarge(f"the body is over {limit:,} bytes")
         if request.headers.get("Content-Encoding", "").lower() == "gzip":
             raw = gunzip(raw, limit)
         decoded = decode(raw, kind)
     except OtlpError as exc:
-        status = 413 if "over" in str(exc) or "more than" in str(exc) else 400
+        status = 413 if isinstance(exc, OtlpTooLarge) else 400
         ingest_count(project_id=key.project_id, refused=f"{status}: {str(exc)[:80]}")
         return _answer(status, error_body(INVALID_ARGUMENT, str(exc), answer_type), answer_type)
     try:

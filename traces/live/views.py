@@ -10,7 +10,7 @@ from django.db.models import Max
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from traces.live.assembly import live_trace_assemble
+from traces.live.assembly import live_flush
 from traces.live.keys import ingest_key_create, ingest_key_revoke
 from traces.live.stats import live_summary
 from traces.models import IngestKey, LiveTrace
@@ -32,8 +32,7 @@ def live_page(request, slug):
                 ingest_key_revoke(key=key)
                 messages.success(request, f"Key “{key.name}” revoked: exporters using it now get 401.")
             elif op == "flush":
-                opened = list(LiveTrace.objects.filter(project=project, state="open").values_list("pk", flat=True))
-                done = sum(live_trace_assemble(live_id=pk, force=True) is not None for pk in opened)
+                done = len(live_flush(project=project))
                 messages.success(request, f"{done} live trace(s) assembled now.")
             else:
                 raise ValidationError(f"Unknown action {op!r}.")

@@ -33,7 +33,7 @@ def arrive(project, i: int, framework: str = "crewai"):
             "attributes": attrs}  # fmt: skip
     doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": framework}, "spans": [span]}]}]}
     spans_store(project=project, spans=decode(json.dumps(doc).encode(), "application/json").spans)
-    live = live_trace_assemble(live_id=LiveTrace.objects.get(project=project, otel_trace_id=trace_hex).pk, force=True)
+    live = live_trace_assemble(live_id=LiveTrace.objects.get(project=project, otel_trace_id=trace_hex).pk)
     assert live.state == "assembled", live.error
     return live.trace
 

@@ -200,19 +200,19 @@ def test_a_late_span_updates_an_unlabelled_trace_and_marks_a_labelled_one(live_s
     trace_hex = run_crew(provider)
     url = f"{live_server.url}/otlp/v1/traces"
     assert _post(url, capture.body(), key[1])[0] == 200
-    live = live_trace_assemble(live_id=LiveTrace.objects.get(otel_trace_id=trace_hex).pk, force=True)
+    live = live_trace_assemble(live_id=LiveTrace.objects.get(otel_trace_id=trace_hex).pk)
     first = live.trace
     agent = [{"key": "gen_ai.agent.name", "value": {"stringValue": "late"}}]
     late = {"traceId": trace_hex, "spanId": "ee" * 8, "name": "late agent", "endTimeUnixNano": "9", "attributes": agent}
     doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "x"}, "spans": [late]}]}]}
     assert _post(url, json.dumps(doc).encode(), key[1], content_type="application/json")[0] == 200
-    live = live_trace_assemble(live_id=live.pk, force=True)
+    live = live_trace_assemble(live_id=live.pk)
     assert live.trace_id != first.pk and not Trace.objects.filter(pk=first.pk).exists()  # replaced
     annotate(live.trace, human_rater(manager), project.taxonomy_version, decisions(project.taxonomy_version))
     late["spanId"] = "ef" * 8
     assert _post(url, json.dumps(doc).encode(), key[1], content_type="application/json")[0] == 200
     labelled = live.trace_id
-    live = live_trace_assemble(live_id=live.pk, force=True)
+    live = live_trace_assemble(live_id=live.pk)
     assert live.trace_id == labelled and live.changed_after_labelling and live.n_spans == 8
     from django.test import Client
 
@@ -239,14 +239,14 @@ def test_a_killed_assembly_loses_nothing(live_server, project, key):
                     "FOR EACH ROW EXECUTE FUNCTION test_refuse()")  # fmt: skip
     try:
         with pytest.raises(Exception, match="killed mid-assembly"):
-            live_trace_assemble(live_id=live.pk, force=True)
+            live_trace_assemble(live_id=live.pk)
     finally:
         with connection.cursor() as cur:
             cur.execute("DROP TRIGGER test_refuse ON traces_step")
     live.refresh_from_db()
     assert live.state == "open" and live.trace is None and live.spans.count() == 6
     assert not Trace.objects.filter(project=project).exists()
-    assert live_trace_assemble(live_id=live.pk, force=True).state == "assembled"
+    assert live_trace_assemble(live_id=live.pk).state == "assembled"
 
 
 def test_managers_create_and_revoke_keys_on_the_live_page(client, project, manager, annotator):
@@ -319,7 +319,7 @@ def test_two_identical_runs_become_one_trace_with_two_sources(live_server, proje
         scope = {"scope": {"name": "crewai"}, "spans": [{**spans[0], "traceId": trace_hex}]}
         doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [scope]}]}
         assert _post(url, json.dumps(doc).encode(), key[1], content_type="application/json")[0] == 200
-        lives.append(live_trace_assemble(live_id=LiveTrace.objects.get(otel_trace_id=trace_hex).pk, force=True))
+        lives.append(live_trace_assemble(live_id=LiveTrace.objects.get(otel_trace_id=trace_hex).pk))
     assert [lv.state for lv in lives] == ["assembled", "assembled"], [lv.error for lv in lives]
     assert lives[0].trace_id == lives[1].trace_id
     assert Trace.objects.filter(project=project).count() == 1
