@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("annotations.analytics.api_urls")),
     path("", include("annotations.experiments.api_urls")),
     path("", include("annotations.monitoring.api_urls")),
+    path("", include("annotations.corpus.api_urls")),
 ]

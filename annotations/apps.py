@@ -43,6 +43,7 @@ class AnnotationsConfig(AppConfig):
         version_user_register(name="annotations.round", fn=version_used_by_managed_round)
         # The project tab bar: between traces' Import (30) and Members (80).
         for key, label, url_name, capability, order in (
+            ("search", "Search", "annotations:corpus_search", "view", 25),
             ("rounds", "Rounds", "annotations:round_list", "view", 40),
             ("judge", "LLM judge", "annotations:judge_list", "manage", 50),
             ("codes", "Open codes", "annotations:code_list", "view", 55),

@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("annotations.experiments.urls")),
     path("", include("annotations.monitoring.urls")),
     path("", include("annotations.codes.urls")),
+    path("", include("annotations.corpus.urls")),
 ]

@@ -19,6 +19,7 @@ app.conf.imports = (
     "annotations.judge.tasks",
     "annotations.releases.tasks",
     "annotations.monitoring.tasks",
+    "annotations.corpus.tasks",
     "traces.live.tasks",
 )
 
@@ -29,6 +30,7 @@ SWEEPS = {
     "traces.jobs_sweep": {"resend_queued": True},
     "annotations.judge_sweep": {},
     "annotations.alerts_sweep": {},
+    "annotations.behaviour_sweep": {},
     "traces.live_assemble": {},
 }
 # A countdown message is delivered at once to one worker, which holds it (reserved, unacknowledged)
@@ -40,6 +42,7 @@ BACKSTOP_SWEEPS = {
     "traces.jobs_sweep": {"repeat": False},
     "annotations.judge_sweep": {"repeat": False},
     "annotations.alerts_sweep": {"repeat": False},  # alerts: evaluate the rules due (it has no chain)
+    "annotations.behaviour_sweep": {"repeat": False},  # behaviour searches whose worker died
 }
 # Live traces whose quiet period is over are looked for more often (MAST_LIVE_SWEEP_SECONDS): the
 # lag from a trace's last span to it being listed is the quiet period plus up to this

@@ -42,7 +42,7 @@ def _require_manager(*, project: Project, by) -> None:
         raise PermissionDenied(f"Only managers of {project.name} rename, merge or promote open codes.")
 
 
-def _clean_name(raw: str) -> str:
+def open_code_name_clean(raw: str) -> str:
     name = " ".join(str(raw or "").split())
     if not name:
         raise ValidationError("An open code needs a name.")
@@ -100,7 +100,7 @@ def _managed_code(*, project: Project, code: OpenCode, by) -> OpenCode:
 def open_code_rename(*, project: Project, code: OpenCode, name: str, by) -> int:
     """Give the code a new name everywhere it is used (see the module doc); returns the annotations changed."""
     _require_manager(project=project, by=by)
-    name = _clean_name(name)
+    name = open_code_name_clean(name)
     code = _managed_code(project=project, code=code, by=by)
     old = code.name
     if name == old:

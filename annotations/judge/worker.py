@@ -78,7 +78,7 @@ def allowed_keys() -> dict[str, tuple[str, ...]]:
         raise ImproperlyConfigured(str(exc)) from exc
 
 
-def _policy() -> base.RetryPolicy:
+def retry_policy() -> base.RetryPolicy:
     return base.RetryPolicy(
         max_attempts=int(getattr(settings, "MAST_JUDGE_MAX_ATTEMPTS", 5)),
         base=float(getattr(settings, "MAST_JUDGE_BACKOFF_BASE", 0.5)),
@@ -214,7 +214,7 @@ def _call(run: JudgeRun, messages: list[dict[str, str]], attempts: _Attempts, ap
         with _heartbeat(attempts.item, run):
             return once()
 
-    result = base.with_retries(beating, policy=_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
+    result = base.with_retries(beating, policy=retry_policy(), before_attempt=attempts.before, sleep=attempts.sleep)
     if run.json_mode is None and provider.json_mode:
         JudgeRun.objects.filter(pk=run.pk, json_mode__isnull=True).update(json_mode=True)
         run.json_mode = True

@@ -1,6 +1,7 @@
 """Annotation models, one module per area; import them all here so Django finds them."""
 
 from annotations.models.attribution import Attribution, AttributionDecision
+from annotations.models.corpus import BehaviourGroup, BehaviourHit, BehaviourSearch, SearchAction
 from annotations.models.judge import (
     JudgeCache,
     JudgeItem,
@@ -25,6 +26,10 @@ from annotations.models.rounds import (
 )
 
 __all__ = [
+    "BehaviourGroup",
+    "BehaviourHit",
+    "BehaviourSearch",
+    "SearchAction",
     "AlertEvent",
     "AlertRule",
     "Webhook",

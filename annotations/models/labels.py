@@ -165,6 +165,7 @@ class AnnotationEvent(models.Model):
         SUBMIT = "submit", "Submitted"
         REOPEN = "reopen", "Reopened"
         RECODE = "recode", "Open codes renamed or merged by a manager"
+        SEARCH = "search", "Open code added or removed from a search"
 
     annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="events")
     by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")

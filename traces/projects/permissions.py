@@ -9,7 +9,7 @@ from traces.projects.selectors import project_get_for_user
 class ProjectScopedMixin:
     """Views under /api/projects/<slug>/...: self.project and self.role, 404 for non-members."""
 
-    capability = "view"
+    capability: str | dict[str, str] = "view"
     project: Project
     role: str
 

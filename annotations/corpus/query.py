@@ -1,0 +1,150 @@
+"""What a corpus search asks for, as PostgreSQL regular expressions (pure: no Django, no database).
+
+Every mode is a case-insensitive match on a step's content, so one definition serves the index
+lookup, the recheck and the brute-force scan the tests compare with:
+
+- ``words``: every word, as a whole word, anywhere in the step (``\\mword\\M`` for each, ANDed);
+- ``phrase``: the words in this order, separated by anything that is not a word character;
+- ``prefix``: every word as the start of a word (``verif`` finds "verifier", "verified");
+- ``regex``: a PostgreSQL regular expression (ARE) as given; ``(?c)`` at its start makes it
+  case-sensitive.
+
+The step index is a trigram GIN index (``pg_trgm``), which answers regular expressions directly:
+PostgreSQL's full-text parser was not used because it splits paths, URLs and e-mail addresses
+into tokens of its own (``/usr/approved/x`` holds no token "approved"), so its answers would not
+equal a scan, and a step of a few MB of distinct words overflows a tsvector (1 MB) and would fail
+its import. A trigram index can only help where every match contains three plain characters in a
+row: a word or prefix needs 3+ characters, a phrase one word of 3+, a regular expression a literal
+run of 3+ on every branch (``verif.*test`` yes, ``a.b`` or ``x|yz`` no); anything else would read
+every step of the project and is refused with that reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MODES = ("words", "phrase", "prefix", "regex")
+MIN_LITERAL = 3
+MAX_QUERY = 300
+MAX_WORDS = 8
+
+_WORD = re.compile(r"\w+")
+
+
+class QueryError(ValueError):
+    """The search cannot run as asked; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    mode: str
+    text: str
+    # every pattern must match (PostgreSQL ARE, applied with ~* so case-insensitive)
+    patterns: tuple[str, ...]
+    # one pattern whose matches are the highlights (and whose first match places the snippet)
+    highlight: str
+
+    def python_patterns(self) -> list[re.Pattern[str]]:
+        """The same tests for Python's ``re`` (words, phrase, prefix; a regex as far as the two
+        dialects agree): used to highlight a snippet and, in the tests, to scan by brute force."""
+        return [re.compile(_to_python(p), re.IGNORECASE) for p in self.patterns]
+
+
+def _to_python(pattern: str) -> str:
+    return pattern.replace(r"\m", r"(?<!\w)(?=\w)").replace(r"\M", r"(?<=\w)(?!\w)")
+
+
+def _words(text: str) -> list[str]:
+    words = _WORD.findall(text)
+    if not words:
+        raise QueryError("Type at least one word (letters or digits).")
+    if len(words) > MAX_WORDS:
+        raise QueryError(f"At most {MAX_WORDS} words per search, got {len(words)}.")
+    return words
+
+
+def query_compile(text: str, mode: str = "words") -> CompiledQuery:
+    """The search as patterns, or ``QueryError`` saying why it cannot run."""
+    text = " ".join(str(text or "").split()) if mode != "regex" else str(text or "").strip()
+    if mode not in MODES:
+        raise QueryError(f"Unknown search mode {mode!r}: use one of {', '.join(MODES)}.")
+    if not text:
+        raise QueryError("Type what to search for.")
+    if len(text) > MAX_QUERY:
+        raise QueryError(f"A search has at most {MAX_QUERY} characters, got {len(text)}.")
+    if mode == "regex":
+        try:
+            literal = required_literal(text)
+        except re.error as exc:
+            raise QueryError(f"Not a regular expression this search can read: {exc}.") from None
+        if literal < MIN_LITERAL:
+            raise QueryError(
+                "A regular expression needs a run of at least 3 plain characters that every match "
+                "contains (e.g. verif.*tests), on every branch of an |: without one the index cannot "
+                "help and the search would read every step."
+            )
+        return CompiledQuery(mode, text, (text,), text)
+    words = _words(text)
+    if mode == "phrase":
+        if max(len(w) for w in words) < MIN_LITERAL:
+            raise QueryError("A phrase needs at least one word of 3 or more characters.")
+        pattern = r"\m" + r"\W+".join(re.escape(w) for w in words) + r"\M"
+        return CompiledQuery(mode, text, (pattern,), pattern)
+    short = [w for w in words if len(w) < MIN_LITERAL]
+    if short:
+        raise QueryError(
+            f"Words of fewer than 3 characters cannot be looked up ({', '.join(short)}): leave them out, "
+            "or search the phrase they belong to."
+        )
+    end = r"\M" if mode == "words" else ""
+    patterns = tuple(dict.fromkeys(r"\m" + re.escape(w) + end for w in words))
+    highlight = r"\m(" + "|".join(re.escape(w) for w in dict.fromkeys(words)) + ")" + end
+    return CompiledQuery(mode, text, patterns, highlight)
+
+
+# -- what a regular expression must contain ---------------------------------------------------------
+
+# PostgreSQL escapes Python's parser does not know, read as what they match for this purpose.
+_ARE_ONLY = [(r"\m", r"\b"), (r"\M", r"\b"), (r"\y", r"\b"), (r"\Y", r"\B")]
+
+
+def required_literal(regex: str) -> int:
+    """The longest run of plain characters every match of ``regex`` must contain (0 if none).
+
+    Read with Python's own regex parser (PostgreSQL's escapes \\m, \\M, \\y, \\Y mapped to their
+    Python counterparts first); raises ``re.error`` where it cannot read the pattern."""
+    import re._parser as sre_parse  # the standard library's parser (Python 3.11+)
+
+    text = regex
+    if text.startswith("(?c)"):
+        text = text[4:]
+    for are, py in _ARE_ONLY:
+        text = text.replace(are, py)
+    return _longest(sre_parse.parse(text))
+
+
+def _longest(items) -> int:
+    """The longest literal run a sequence of parsed items guarantees."""
+    import re._constants as c
+
+    best = run = 0
+    for op, arg in items:
+        if op is c.LITERAL:
+            run += 1
+            best = max(best, run)
+            continue
+        if op is c.SUBPATTERN:
+            inner = _longest(arg[-1])
+            best = max(best, inner)
+        elif op is c.BRANCH:
+            best = max(best, min(_longest(branch) for branch in arg[1]))
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT) and arg[0] >= 1:
+            best = max(best, _longest(arg[2]))
+        elif op is c.AT:
+            continue  # anchors (^, $, \b) take no characters: the run goes on
+        run = 0
+    return best
+
+
+__all__ = ["MODES", "CompiledQuery", "QueryError", "query_compile", "required_literal"]

@@ -1,0 +1,329 @@
+"""Corpus search at a million traces (issue 32): build the project, then print every figure.
+
+Run: .venv/bin/python bench/bench_corpus.py [--traces 1000000] [--steps-per-trace 20] [--reuse] [--runs 7]
+
+1. Builds (or with --reuse keeps) the database mast_bench_corpus on DATABASE_URL's server:
+   * a small project "real" with the real traces (``traces/demo_data`` and, where it is beside the
+     repo, ``../shared/mast/traces``) imported by the product's importer: their parsed steps are the
+     pool the big project is made of;
+   * the project "bench": --traces traces (seven frameworks, three LLMs, four benchmarks, import
+     dates over a year) of 5 to 36 steps (mean --steps-per-trace), each step a real step of the pool
+     (agent, kind and text; cut to at most 600 characters) with the trace's number in it, so no
+     two steps are equal; the trace's raw text is its steps joined. Loaded with COPY, the step index
+     dropped during the load and built after it (timed: the disk it takes is printed);
+   * a closed round of 20,000 traces with two raters and agreed labels, a judge on 100,000 traces,
+     and a draft round (the round page).
+2. Server time through Django's test client, --runs GETs each: the corpus search API for a word, a
+   phrase, a prefix and regular expressions (each with how many steps it matches), with filters,
+   the page; the trace list, the dashboard and the round page.
+3. An import of a MAST-Data-shaped file (``bench_import``'s) into the bench database with the
+   index present: MB/s. 4. A release of every trace, streamed: time and peak RSS.
+Prints the load average with every block: the 2 cores are shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench_release import BENCHMARKS, FRAMEWORKS, LLMS, copy_rows  # bench/ is on sys.path
+from benchdb import bench_env, create_bench_db, django_setup
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH_DB = "mast_bench_corpus"
+MAX_STEP_CHARS = 600
+LABELLED = 20_000
+JUDGED = 100_000
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} cores"
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def real_pool(manager) -> list[tuple[str, str, str]]:
+    """(agent, kind, text) of every step of the real traces, imported by the product's importer."""
+    from traces.importing.service import traces_import
+    from traces.models import Step
+    from traces.projects.services import project_create
+
+    project = project_create(name="Real MAST traces", slug="real", by=manager)
+    folders = [REPO / "traces" / "demo_data"]
+    shared = REPO.parent / "shared" / "mast" / "traces"
+    if shared.is_dir():
+        folders += sorted(p for p in shared.iterdir() if p.is_dir())
+    for folder in folders:
+        try:
+            traces_import(project=project, paths_or_files=[folder])
+        except Exception as exc:  # a folder the importer refuses is said, and left out of the pool
+            print(f"  {folder.name}: not imported ({str(exc)[:120]})")
+    pool = [
+        (agent[:200], kind, text[:MAX_STEP_CHARS])
+        for agent, kind, text in Step.objects.filter(trace__project=project).values_list("agent", "kind", "content")
+        if text.strip()
+    ]
+    print(f"  step pool: {len(pool):,} real steps from {project.traces.count()} traces")
+    return pool
+
+
+def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotations.models import Adjudication, Annotation, Rater, Round, RoundAnnotator, RoundTrace
+    from traces.models import Trace
+    from traces.projects.services import membership_set, project_create
+
+    User = get_user_model()
+    manager = User.objects.create_user("bench-manager")
+    pool = real_pool(manager)
+    project = project_create(name="Corpus bench", slug="bench", by=manager)
+    rng = random.Random(seed)
+    now = timezone.now()
+    t0 = time.perf_counter()
+    with connection.cursor() as c:
+        c.execute("DROP INDEX IF EXISTS step_content_trgm")
+    n_steps_total = 0
+    chunk = 50_000
+    for start in range(0, n_traces, chunk):
+        trace_rows, step_rows = [], []
+        for i in range(start, min(n_traces, start + chunk)):
+            k = max(5, min(36, int(rng.gauss(mean_steps, 7))))
+            picks = [pool[rng.randrange(len(pool))] for _ in range(k)]
+            texts = [f"{text} [run {i}.{j}]" for j, (_a, _k, text) in enumerate(picks)]
+            raw = "\n".join(texts)
+            agents = sorted({a for a, _k, _t in picks if a})
+            trace_rows.append((
+                project.pk, FRAMEWORKS[i % 7], LLMS[i % 3], BENCHMARKS[i % 4], f"Task {i}: the run's request",
+                f"corpus-{i}", f"{FRAMEWORKS[i % 7]} run {i}", "plaintext", raw, len(raw.encode()),
+                f"{i:064x}", "{}", ("success", "failure", "")[i % 3], k, len(agents), 0, len(raw),
+                raw.count("\n") + 1, 0, "[]", now - dt.timedelta(minutes=(n_traces - i) * 30),
+            ))  # fmt: skip
+            step_rows.append((i, picks, texts))
+        with transaction.atomic():
+            cur = connection.connection.cursor()
+            cols = "project_id mas_name llm_name benchmark task external_id title format raw_text size_bytes "
+            cols += "content_hash metadata outcome n_steps n_agents n_agent_switches n_chars n_lines n_repeated_steps "
+            cols += "agents imported_at"
+            copy_rows(cur, "traces_trace", cols.split(), trace_rows)
+            cur.execute(
+                "SELECT external_id, id FROM traces_trace WHERE project_id = %s AND external_id = ANY(%s)",
+                [project.pk, [f"corpus-{i}" for i, _p, _t in step_rows]],
+            )
+            ids = dict(cur.fetchall())
+
+            def rows(step_rows=step_rows, ids=ids):
+                for i, picks, texts in step_rows:
+                    tid = ids[f"corpus-{i}"]
+                    line = 1
+                    for j, ((agent, kind, _x), text) in enumerate(zip(picks, texts, strict=True)):
+                        n = text.count("\n")
+                        yield (tid, j, agent, kind, text, line, line + n, "{}", "", "")
+                        line += n + 1
+
+            step_cols = [
+                "trace_id",
+                "index",
+                "agent",
+                "kind",
+                "content",
+                "line_start",
+                "line_end",
+                "details",
+                "model",
+                "recipient",
+            ]
+            copy_rows(cur, "traces_step", step_cols, rows())
+        n_steps_total += sum(len(p) for _i, p, _t in step_rows)
+        if (start // chunk) % 4 == 0:
+            print(f"  {start + len(trace_rows):,} traces, {n_steps_total:,} steps at {time.perf_counter() - t0:.0f} s")
+    print(f"loaded {n_traces:,} traces and {n_steps_total:,} steps in {time.perf_counter() - t0:.0f} s ({load()})")
+    t1 = time.perf_counter()
+    with connection.cursor() as c:
+        c.execute("SET maintenance_work_mem = '2GB'")
+        c.execute("CREATE INDEX step_content_trgm ON traces_step USING gin (content gin_trgm_ops)")
+        c.execute("SELECT pg_size_pretty(pg_relation_size('step_content_trgm')), "
+                  "pg_size_pretty(pg_total_relation_size('traces_step'))")  # fmt: skip
+        idx, steps = c.fetchone()
+    print(f"step index built in {time.perf_counter() - t1:.0f} s: {idx} (steps with their TOAST and indexes: {steps})")
+
+    # labels: a closed round of LABELLED traces (two raters, agreed labels), a judge on JUDGED traces
+    version = project.taxonomy_version
+    modes = list(version.modes.order_by("order", "code").values_list("id", "code"))
+    ids = list(Trace.objects.filter(project=project).order_by("-id").values_list("id", flat=True)[:JUDGED])
+    raters = []
+    for r in range(2):
+        user = User.objects.create_user(f"bench-rater-{r}")
+        membership_set(project=project, user=user, role="annotator")
+        raters.append(Rater.objects.create(user=user, kind="human", name=user.username))
+    judge = Rater.objects.create(kind="llm", name="bench-judge")
+    rnd = Round.objects.create(project=project, name="Closed round", taxonomy_version=version, state="closed",
+                               closed_at=now)  # fmt: skip
+    RoundAnnotator.objects.bulk_create(RoundAnnotator(round=rnd, user=r.user) for r in raters)
+    labelled = ids[:LABELLED]
+    rates = {code: 0.03 + 0.2 * rng.random() for _, code in modes}
+    with transaction.atomic():
+        cur = connection.connection.cursor()
+        copy_rows(cur, "annotations_roundtrace", ["round_id", "trace_id", "order"],
+                  ((rnd.pk, t, i) for i, t in enumerate(labelled)))  # fmt: skip
+        adj_cols = ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"]
+        copy_rows(cur, "annotations_adjudication", adj_cols,
+                  ((rnd.pk, t, m, "present" if rng.random() < rates[c] else "absent", "adjudicated", "", now)
+                   for t in labelled for m, c in modes))  # fmt: skip
+        cols = "trace_id rater_id taxonomy_version_id round_id state task_success notes revision source "
+        cols += "created_at updated_at submitted_at"
+        copy_rows(
+            cur,
+            "annotations_annotation",
+            cols.split(),
+            ((t, judge.pk, version.pk, None, "submitted", "unknown", "", 1, "{}", now, now, now) for t in ids),
+        )
+        cur.execute("SELECT id FROM annotations_annotation WHERE rater_id = %s", [judge.pk])
+        aids = [r[0] for r in cur.fetchall()]
+        copy_rows(cur, "annotations_modelabel", ["annotation_id", "mode_id", "decision", "evidence", "rationale",
+                                                   "confidence"],
+                  ((a, m, "present" if rng.random() < rates[c] else "absent", "[]", "", None)
+                   for a in aids for m, c in modes))  # fmt: skip
+    draft = Round.objects.create(project=project, name="Next round", taxonomy_version=version, state="draft")
+    RoundAnnotator.objects.bulk_create(RoundAnnotator(round=draft, user=r.user) for r in raters)
+    RoundTrace.objects.bulk_create(RoundTrace(round=draft, trace_id=t, order=i) for i, t in enumerate(ids[-200:]))
+    assert Adjudication.objects.filter(round=rnd).exists() and Annotation.objects.filter(rater=judge).exists()
+    with connection.cursor() as c:
+        c.execute("VACUUM ANALYZE")
+    print(f"labels: {LABELLED:,} agreed traces, a judge on {len(ids):,}; built in {time.perf_counter() - t0:.0f} s")
+
+
+def time_get(client, path: str, runs: int) -> tuple[float, float, int, str]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    times = []
+    extra = ""
+    for _ in range(runs):
+        with CaptureQueriesContext(connection) as ctx:
+            t = time.perf_counter()
+            resp = client.get(path)
+            times.append((time.perf_counter() - t) * 1000)
+        if resp.status_code != 200:
+            sys.exit(f"{path}: HTTP {resp.status_code} {resp.content[:300]!r}")
+        if resp.get("Content-Type", "").startswith("application/json"):
+            body = resp.json()
+            if "n_steps" in body:
+                extra = f"{body['n_steps']:,}{'+' if body.get('capped') else ''} steps / {body['n_traces']:,} traces"
+    return statistics.median(times), pct(times, 0.95), len(ctx.captured_queries), extra
+
+
+def searches(client, runs: int) -> None:
+    api = "/api/projects/bench/search/"
+    cases = [
+        ("word, rare", f"{api}?q=Snake"),
+        ("word, common", f"{api}?q=test"),
+        ("two words", f"{api}?q=code+review"),
+        ("phrase", f"{api}?q=unit+tests&mode=phrase"),
+        ("prefix", f"{api}?q=verif&mode=prefix"),
+        ("regex, literal 'def ' + name", f"{api}?q=def+%5Cw%2B_game&mode=regex"),
+        ("regex, two literals", f"{api}?q=assert.*score&mode=regex"),
+        ("word + framework + agent kind", f"{api}?q=test&framework=AG2&kind=message"),
+        ("word + agreed label present", f"{api}?q=test&label=agreed:1.1:present"),
+        ("word + judge label absent", "JUDGE"),
+        ("page, word", "/p/bench/search/?q=Snake"),
+    ]
+    from annotations.models import Rater
+
+    judge = Rater.objects.get(name="bench-judge").pk
+    print(f"\ncorpus search, {runs} GETs each ({load()})")
+    print(f"{'search':34} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8}  matches")
+    for name, path in cases:
+        if path == "JUDGE":
+            path = f"{api}?q=test&label={judge}:2.6:absent"
+        p50, p95, q, extra = time_get(client, path, runs)
+        print(f"{name:34} {p50:8.0f} {p95:8.0f} {q:8d}  {extra}")
+
+
+def pages(client, runs: int) -> None:
+    from annotations.models import Round
+
+    draft = Round.objects.get(project__slug="bench", name="Next round")
+    closed = Round.objects.get(project__slug="bench", name="Closed round")
+    print(f"\npages, {runs} GETs each ({load()})")
+    for name, path in [
+        ("trace list, first page", "/p/bench/traces/"),
+        ("trace list, framework filter", "/p/bench/traces/?framework=AG2"),
+        ("trace list, page 1,000", "/p/bench/traces/?page=1000"),
+        ("dashboard (agreed labels)", "/p/bench/analytics/"),
+        ("round page (draft, 200 traces)", f"/p/bench/rounds/{draft.pk}/"),
+        ("round page (closed, 20,000 traces)", f"/p/bench/rounds/{closed.pk}/"),
+    ]:
+        p50, p95, q, _ = time_get(client, path, runs)
+        print(f"{name:34} {p50:8.0f} {p95:8.0f} {q:8d}")
+
+
+def import_rate(env: dict[str, str]) -> None:
+    """bench_import's MAST-Data file into the bench database, the step index present (a child
+    process, as a worker would run it)."""
+    print(f"\nimport with the step index present ({load()})")
+    subprocess.run([sys.executable, "bench/bench_import.py", "--into", "bench", "--db", BENCH_DB, "--reuse"],
+                   cwd=REPO, env=env, check=False)  # fmt: skip
+
+
+def release(env: dict[str, str]) -> None:
+    code = (
+        "import sys; sys.path.insert(0, 'bench'); from benchdb import django_setup; import os; "
+        "django_setup(dict(os.environ)); from bench_release import build_once; "
+        "print(build_once(['jsonl'], trace_text=False))"
+    )
+    print(f"\nrelease of every trace, JSONL, in a fresh process ({load()})")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=False)
+    print(f"  wall {time.perf_counter() - t:.0f} s ({load()})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--traces", type=int, default=1_000_000)
+    ap.add_argument("--steps-per-trace", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
+    ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--skip", default="", help="comma-separated: search,pages,import,release")
+    args = ap.parse_args()
+    env = bench_env(BENCH_DB, MAST_VAR_DIR=str(REPO / "var" / "bench_corpus"))
+    fresh = create_bench_db(env, reuse=args.reuse)
+    django_setup(env)
+    if fresh:
+        fill(args.traces, args.steps_per_trace)
+    if args.build_only:
+        return
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench-manager"))
+    skip = set(args.skip.split(","))
+    if "search" not in skip:
+        searches(client, args.runs)
+    if "pages" not in skip:
+        pages(client, args.runs)
+    if "import" not in skip:
+        import_rate(env)
+    if "release" not in skip:
+        release(env)
+    print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""Corpus search: its answers equal a brute-force scan of every step (words, phrases, prefixes,
+regular expressions, each filter), the counts per trace and per filter value, the refusals, and
+the API. The corpus is the project's own demo traces (seven frameworks, imported by the importer)
+plus a trace of edge cases (URLs, underscores, case, a word inside another)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.urls import reverse
+from django.utils import timezone
+
+from annotations.corpus.query import QueryError, query_compile, required_literal
+from annotations.corpus.selectors import CorpusQuery, corpus_search
+from tests.annotations.releases_factories import make_trace
+from traces.importing.service import traces_import
+from traces.models import Step, Trace
+
+pytestmark = pytest.mark.django_db
+
+DEMO = Path(__file__).resolve().parents[3] / "traces" / "demo_data"
+EDGE = [
+    ("Planner", "message", "See https://example.com/approved/path for the plan"),
+    ("Verifier", "message", "approved_by: admin (not the word alone)"),
+    ("Verifier", "message", "APPROVED! The unit tests pass."),
+    ("Coder", "tool_call", "run unit-tests --fast; unapproved changes stay"),
+    ("Coder", "tool_output", "def snake_game():\n    assert score == 0\n  unit\n\ttests ok"),
+    ("Reviewer", "message", "Größe approved\nnext line"),
+]
+
+
+@pytest.fixture
+def corpus(project):
+    traces_import(project=project, paths_or_files=[DEMO])
+    edge = make_trace(project, mas_name="EdgeFW", llm_name="edge-llm", raw_text="\n".join(c for _, _, c in EDGE),
+                      outcome="failure")  # fmt: skip
+    line = 1
+    for i, (agent, kind, content) in enumerate(EDGE):
+        n = content.count("\n")
+        Step.objects.create(trace=edge, index=i, agent=agent, kind=kind, content=content, line_start=line,
+                            line_end=line + n)  # fmt: skip
+        line += n + 1
+    Trace.objects.filter(pk=edge.pk).update(imported_at=timezone.now() - dt.timedelta(days=40), n_steps=len(EDGE))
+    assert Trace.objects.filter(project=project).count() > 8
+    return edge
+
+
+def brute(project, query: CorpusQuery, *, keep=None) -> set[tuple[int, int]]:
+    """Every (trace, step) whose step matches, read one by one in Python."""
+    patterns = query.compiled().python_patterns() if query.mode != "regex" else [re.compile(query.q, re.I)]
+    out = set()
+    for s in Step.objects.filter(trace__project=project).select_related("trace").iterator():
+        t = s.trace
+        checks = [
+            not query.agent or s.agent == query.agent,
+            not query.kind or s.kind == query.kind,
+            not query.framework or t.mas_name == query.framework,
+            not query.llm or t.llm_name == query.llm,
+            not query.outcome or (t.outcome or "unknown") == query.outcome,
+            not query.date_from or t.imported_at.date() >= query.date_from,
+            keep is None or t.pk in keep,
+        ]
+        if all(checks) and all(p.search(s.content) for p in patterns):
+            out.add((t.pk, s.index))
+    return out
+
+
+def found(user, project, query: CorpusQuery) -> set[tuple[int, int]]:
+    """Every (trace, step) the search returns, read through every page's groups' counts and the
+    complete hit list of each trace (hits beyond the three shown per trace come from page rows)."""
+    result = corpus_search(user=user, project=project, query=query)
+    assert not result.capped
+    pairs = set()
+    for page in range(1, result.n_pages + 1):
+        r = corpus_search(user=user, project=project, query=query, page=page)
+        for g in r.traces:
+            pairs.update((g.trace_id, h.index) for h in g.hits)
+            assert len(g.hits) == min(3, g.n_steps)
+    total = sum(n for _v, n, _t in result.facets["kind"])
+    assert total == result.n_steps
+    return pairs, result
+
+
+QUERIES = [
+    ("approved", "words"),
+    ("unit tests", "words"),
+    ("unit tests", "phrase"),
+    ("verif", "prefix"),
+    ("the code", "phrase"),
+    ("def \\w+_game", "regex"),
+    ("assert.*score", "regex"),
+    ("https?://[a-z.]+/approved", "regex"),
+    ("error", "words"),
+    ("task", "prefix"),
+]
+
+
+@pytest.mark.parametrize("text,mode", QUERIES)
+def test_search_equals_a_scan_of_every_step(corpus, project, manager, text, mode):
+    query = CorpusQuery(q=text, mode=mode)
+    pairs, result = found(manager, project, query)
+    expected = brute(project, query)
+    shown = {p for p in pairs}
+    assert shown <= expected
+    # every matching trace is listed, with its count of matching steps
+    per_trace = Counter(t for t, _ in expected)
+    assert result.n_steps == len(expected)
+    assert set(result.trace_ids) == set(per_trace)
+    for page in range(1, result.n_pages + 1):
+        for g in corpus_search(user=manager, project=project, query=query, page=page).traces:
+            assert g.n_steps == per_trace[g.trace_id]
+            assert [h.index for h in g.hits] == sorted(i for t, i in expected if t == g.trace_id)[:3]
+
+
+def test_word_search_knows_word_edges(corpus, project, manager):
+    pairs, _ = found(manager, project, CorpusQuery(q="approved"))
+    edge = {i for t, i in pairs if t == corpus.pk}
+    # the URL's path word, APPROVED!, "Größe approved"; not approved_by, not unapproved
+    assert edge == {0, 2, 5}
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {"agent": "Verifier"},
+        {"kind": "tool_output"},
+        {"framework": "EdgeFW"},
+        {"llm": "edge-llm"},
+        {"outcome": "failure"},
+        {"outcome": "unknown"},
+        {"date_from": dt.date.today() - dt.timedelta(days=2)},
+    ],
+)
+def test_filters_equal_a_scan(corpus, project, manager, filters):
+    for text, mode in (("approved", "words"), ("unit tests", "phrase"), ("task", "prefix")):
+        query = CorpusQuery(q=text, mode=mode, **filters)
+        result = corpus_search(user=manager, project=project, query=query)
+        expected = brute(project, query)
+        assert result.n_steps == len(expected), (filters, text)
+        assert set(result.trace_ids) == {t for t, _ in expected}
+
+
+def test_facet_counts_equal_a_scan(corpus, project, manager):
+    query = CorpusQuery(q="task", mode="prefix")
+    result = corpus_search(user=manager, project=project, query=query)
+    expected = brute(project, query)
+    frameworks = dict(Trace.objects.filter(project=project).values_list("pk", "mas_name"))
+    steps = Counter(frameworks[t] for t, _ in expected)
+    traces = Counter(frameworks[t] for t in {t for t, _ in expected})
+    assert {v: (n, t) for v, n, t in result.facets["framework"]} == {v: (steps[v], traces[v]) for v in steps}
+
+
+def test_snippet_marks_the_hit_with_a_line_of_context(corpus, project, manager):
+    result = corpus_search(user=manager, project=project, query=CorpusQuery(q="score", framework="EdgeFW"))
+    hit = result.traces[0].hits[0]
+    assert hit.index == 4
+    assert hit.before == "def snake_game():"
+    assert [t for t, m in hit.line if m] == ["score"]
+    assert "".join(t for t, _ in hit.line).strip() == "assert score == 0"
+    assert hit.after.strip() == "unit"
+
+
+def test_capped_search_says_so(corpus, project, manager, monkeypatch):
+    from annotations.corpus import selectors
+
+    monkeypatch.setattr(selectors, "HIT_CAP", 3)
+    result = corpus_search(user=manager, project=project, query=CorpusQuery(q="task", mode="prefix"))
+    assert result.capped and result.n_steps == 3
+
+
+@pytest.mark.parametrize(
+    "text,mode,why",
+    [
+        ("a.b", "regex", "3 plain characters"),
+        ("ab|xyz", "regex", "3 plain characters"),
+        ("(unclosed", "regex", "Not a regular expression"),
+        ("ok", "words", "fewer than 3"),
+        ("is ok", "phrase", "3 or more"),
+        ("", "words", "Type what"),
+        ("x" * 400, "words", "at most"),
+    ],
+)
+def test_searches_the_index_cannot_serve_are_refused(text, mode, why):
+    with pytest.raises(QueryError, match=why):
+        query_compile(text, mode)
+
+
+def test_required_literal():
+    assert required_literal("verif.*tests") == 5
+    assert required_literal("(abc|abcd)x") == 3  # "abc" is in every match; "x" may follow "d"
+    assert required_literal("\\mdef\\M") == 3
+    assert required_literal("a+bc") == 2
+    assert required_literal("(abc)?d") == 1
+
+
+def test_the_trigram_index_serves_the_search(corpus, project, manager):
+    """The plan the search runs reads the step index, never every step of the project."""
+    from annotations.corpus import selectors
+
+    query = CorpusQuery(q="approved")
+    steps, sp, traces, tp = selectors._where(query, query.compiled(), project=project, ids=None)
+    with connection.cursor() as cur:
+        cur.execute("BEGIN")
+        for setting in selectors._PLAN:
+            cur.execute(setting)
+        sql = f"EXPLAIN WITH m AS MATERIALIZED (SELECT s.trace_id FROM traces_step s WHERE {steps}) "  # noqa: S608
+        sql += f"SELECT * FROM m JOIN traces_trace t ON t.id = m.trace_id WHERE {traces}"  # noqa: S608
+        cur.execute(sql, [*sp, *tp])
+        plan = "\n".join(r[0] for r in cur.fetchall())
+        cur.execute("ROLLBACK")
+    assert "Bitmap Index Scan on step_content_trgm" in plan
+    assert "Seq Scan on traces_step" not in plan and "step_unique_index" not in plan
+
+
+def test_api_search_and_errors(corpus, client, project, annotator):
+    client.force_login(annotator)
+    url = reverse("api-corpus-search", args=[project.slug])
+    body = client.get(url, {"q": "unit tests", "mode": "phrase"}).json()
+    assert body["n_steps"] == len(brute(project, CorpusQuery(q="unit tests", mode="phrase")))
+    hit = body["traces"][0]["hits"][0]
+    assert hit["url"].endswith(f"#step-{hit['step']}")
+    assert any(part["hit"] for part in hit["line"])
+    bad = client.get(url, {"q": "a.b", "mode": "regex"})
+    assert bad.status_code == 400 and "3 plain characters" in bad.json()["detail"]
+    assert client.get(url, {"q": "x", "kind": "nope"}).status_code == 400
+    assert client.get(url, {"q": "approved", "label": "agreed:1.1"}).status_code == 400
+
+
+def test_search_content_is_escaped_on_the_page(project, client, manager):
+    t = make_trace(project, raw_text="<script>alert(1)</script> approved")
+    Step.objects.create(trace=t, index=0, agent="<b>Boss</b>", content="<script>alert(1)</script> approved",
+                        line_start=1, line_end=1)  # fmt: skip
+    client.force_login(manager)
+    html = client.get(reverse("annotations:corpus_search", args=[project.slug]), {"q": "approved"}).content.decode()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
+    assert "<b>Boss</b>" not in html
+
+
+def test_outsider_gets_404(project, client, outsider):
+    client.force_login(outsider)
+    assert client.get(reverse("annotations:corpus_search", args=[project.slug]), {"q": "x"}).status_code == 404
+    assert client.get(reverse("api-corpus-search", args=[project.slug]), {"q": "abc"}).status_code == 404
