@@ -7,7 +7,7 @@ Run: .venv/bin/python bench/bench_corpus.py [--traces 1000000] [--steps-per-trac
      repo, ``../shared/mast/traces``) imported by the product's importer: their parsed steps are the
      pool the big project is made of;
    * the project "bench": --traces traces (seven frameworks, three LLMs, four benchmarks, import
-     dates over a year) of 5 to 36 steps (mean --steps-per-trace), each step a real step of the pool
+     dates over a year) of mean-14 to mean+14 steps (mean --steps-per-trace), each step a real step of the pool
      (agent, kind and text; cut to at most 600 characters) with the trace's number in it, so no
      two steps are equal; the trace's raw text is its steps joined. Loaded with COPY, the step index
      dropped during the load and built after it (timed: the disk it takes is printed);
@@ -102,7 +102,7 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     for start in range(0, n_traces, chunk):
         trace_rows, step_rows = [], []
         for i in range(start, min(n_traces, start + chunk)):
-            k = max(5, min(36, int(rng.gauss(mean_steps, 7))))
+            k = mean_steps + rng.randint(-14, 14)  # symmetric: the mean is mean_steps
             picks = [pool[rng.randrange(len(pool))] for _ in range(k)]
             texts = [f"{text} [run {i}.{j}]" for j, (_a, _k, text) in enumerate(picks)]
             raw = "\n".join(texts)
@@ -295,7 +295,7 @@ def release(env: dict[str, str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--traces", type=int, default=1_000_000)
-    ap.add_argument("--steps-per-trace", type=int, default=20)
+    ap.add_argument("--steps-per-trace", type=int, default=21, help="the mean (21: a little over 20M at 1M traces)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
     ap.add_argument("--build-only", action="store_true")

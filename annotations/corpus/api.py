@@ -122,25 +122,25 @@ def action_as_dict(a: SearchAction) -> dict:
 
 def search_action_apply(*, request, project, data) -> SearchAction:
     """One loop action from the page's form or the API's body (shared by both)."""
-    kind = str(data.get("kind") or "")
+    kind = str(data.get("do") or "")
     ids, lines, query = action_source(user=request.user, project=project, data=data)
     if kind == SearchAction.Kind.CODE:
         return services.search_code_apply(project=project, by=request.user, trace_ids=ids,
                                           name=str(data.get("name") or ""), query=query)  # fmt: skip
     if kind == SearchAction.Kind.SAMPLE:
-        rnd = Round.objects.filter(project=project, pk=_int(data.get("round"), "round")).first()
+        rnd = Round.objects.filter(project=project, pk=_int(data.get("to_round"), "to_round")).first()
         if rnd is None:
-            raise QueryError("round: no such round in this project.")
+            raise QueryError("to_round: no such round in this project.")
         return services.search_sample_apply(
             project=project, by=request.user, trace_ids=ids, round=rnd, how=str(data.get("how") or "all"),
             n=_int(data.get("n") or 0, "n"), stratify_by=str(data.get("stratify_by") or "framework"), query=query,
         )  # fmt: skip
     if kind == SearchAction.Kind.EXAMPLES:
-        mode = FailureMode.objects.filter(pk=_int(data.get("mode"), "mode")).select_related("version").first()
+        mode = FailureMode.objects.filter(pk=_int(data.get("to_mode"), "to_mode")).select_related("version").first()
         if mode is None:
-            raise QueryError("mode: no such failure mode.")
+            raise QueryError("to_mode: no such failure mode.")
         return services.search_examples_apply(project=project, by=request.user, mode=mode, hits=lines, query=query)
-    raise QueryError("kind: code, sample or examples.")
+    raise QueryError("do: code, sample or examples.")
 
 
 def _int(value, name: str) -> int:
@@ -152,8 +152,8 @@ def _int(value, name: str) -> int:
 
 class SearchActionsApi(ProjectScopedMixin, APIView):
     """What searches became (GET: yours; a manager also sees samples and examples), or a new one
-    (POST ``kind`` = code (``name``) | sample (``round``, ``how`` all|stratified, ``n``, ``stratify_by``)
-    | examples (``mode``: a draft mode's id), with the search's parameters or ``behaviour`` (+``group``))."""
+    (POST ``do`` = code (``name``) | sample (``to_round``, ``how`` all|stratified, ``n``, ``stratify_by``)
+    | examples (``to_mode``: a draft mode's id), with the search's parameters or ``behaviour`` (+``group``))."""
 
     capability = {"GET": "view", "POST": "annotate"}
 

@@ -9,7 +9,10 @@ answer), within a token and cost budget.
 * **The job** (``behaviour_search_run``, Celery task ``annotations.behaviour_search``): trace by
   trace, only those not read yet (a job killed halfway goes on where it stopped: the sweep sends it
   again when its heartbeat is older than ``STALE_SECONDS``); before each call, the tokens and cost
-  spent plus that trace's estimate must fit the budget, else the search stops there and says so.
+  spent plus that trace's prediction must fit the budget, else the search stops there and says so.
+  The prediction is the trace's estimate scaled by how far the server's counts for the traces read
+  so far exceeded their estimates (never below the estimate): one call can still come in above its
+  prediction, but none starts that its prediction says would pass the budget.
   Transient errors are retried as the judge's are (``worker.retry_policy``); a parameter the
   server refuses is left out and remembered on the connection; an answer that cannot be read is
   kept as that trace's error, never as a finding.
@@ -206,6 +209,7 @@ def behaviour_search_run(*, search_id: int) -> str:
     provider = provider_get("openai")
     done_ids = set(BehaviourHit.objects.filter(search=s).values_list("trace_id", flat=True))
     sizes = dict(Trace.objects.filter(pk__in=s.trace_ids).values_list("pk", "n_chars"))
+    estimated_in = sum(bp.estimate_tokens(int(sizes[t]), max_chars=MAX_CHARS)[0] for t in done_ids if t in sizes)
     for trace_id in s.trace_ids:
         if trace_id in done_ids or trace_id not in sizes:
             continue
@@ -213,6 +217,9 @@ def behaviour_search_run(*, search_id: int) -> str:
         if s.state != BehaviourSearch.State.RUNNING:
             return s.state  # cancelled meanwhile
         tin, tout = bp.estimate_tokens(int(sizes[trace_id]), max_chars=MAX_CHARS)
+        # the server's counts so far against the estimates of the same traces scale the next one's
+        ratio = max(1.0, s.tokens_in / estimated_in) if estimated_in and s.tokens_in else 1.0
+        tin = int(tin * ratio)
         if s.tokens_in + s.tokens_out + tin + tout > s.max_tokens or (
             s.max_cost is not None and s.cost + _price(conn, tin, tout) > s.max_cost
         ):
@@ -221,6 +228,7 @@ def behaviour_search_run(*, search_id: int) -> str:
                     f"({s.tokens_in + s.tokens_out:,} of {s.max_tokens:,} tokens spent)")  # fmt: skip
             break
         hit = _one(s, provider, call, trace_id)
+        estimated_in += bp.estimate_tokens(int(sizes[trace_id]), max_chars=MAX_CHARS)[0]
         cost = _price(conn, hit.tokens_in, hit.tokens_out)
         with transaction.atomic():
             hit.save()

@@ -191,7 +191,7 @@ def _undo_code(action: SearchAction, by) -> str:
     created = action.detail.get("created", [])
     empty_qs = (
         Annotation.objects.filter(pk__in=created, state=Annotation.State.DRAFT, notes="")
-        .annotate(n_labels=Count("mode_labels", distinct=True), n_codes=Count("open_codes", distinct=True))
+        .annotate(n_labels=Count("labels", distinct=True), n_codes=Count("open_codes", distinct=True))
         .filter(n_labels=0, n_codes=0)
         .values_list("pk", flat=True)
     )
@@ -200,8 +200,9 @@ def _undo_code(action: SearchAction, by) -> str:
     _record([a for a in still if a not in set(empty)], before, by=by, note=f"open code {code.name!r} undone")
     kept = len(created) - len(empty)
     if action.detail.get("code_created") and not code.annotations.exists():
-        code.delete()
-    note = f"code taken off {len(still)} annotation(s)"
+        code.delete()  # the action's row keeps its name in undone_note; its FK is set null
+        action.code = None
+    note = f"code {code.name!r} taken off {len(still)} annotation(s)"
     return note + (f"; {kept} annotation(s) it had created kept: written in since" if kept else "")
 
 
