@@ -12,6 +12,9 @@ from annotations.models import (
     AnnotationEvent,
     Attribution,
     AttributionDecision,
+    BehaviourGroup,
+    BehaviourHit,
+    BehaviourSearch,
     DisagreementComment,
     JudgeCache,
     JudgeItem,
@@ -30,6 +33,7 @@ from annotations.models import (
     Round,
     RoundAnnotator,
     RoundTrace,
+    SearchAction,
     Webhook,
     WebhookDelivery,
 )
@@ -240,3 +244,26 @@ class LiveDrawAdmin(admin.ModelAdmin):
     list_display = ["project", "trace", "drawn_at", "judge", "human", "run", "skipped"]
     list_filter = ["judge", "human"]
     raw_id_fields = ["trace", "run"]
+
+
+@admin.register(SearchAction)
+class SearchActionAdmin(admin.ModelAdmin):
+    list_display = ["project", "kind", "created_by", "created_at", "undone_at"]
+    list_filter = ["kind"]
+
+
+@admin.register(BehaviourSearch)
+class BehaviourSearchAdmin(admin.ModelAdmin):
+    list_display = ["project", "description", "state", "model", "n_done", "tokens_in", "tokens_out", "cost"]
+    list_filter = ["state"]
+
+
+@admin.register(BehaviourHit)
+class BehaviourHitAdmin(admin.ModelAdmin):
+    list_display = ["search", "trace", "present", "score", "group"]
+    raw_id_fields = ["trace"]
+
+
+@admin.register(BehaviourGroup)
+class BehaviourGroupAdmin(admin.ModelAdmin):
+    list_display = ["search", "number", "name"]

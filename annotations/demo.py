@@ -73,6 +73,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
     # Imported when called (see the docstring): loading this module must not load every area.
     from annotations.analytics import demo as analytics_demo
     from annotations.codes import demo as codes_demo
+    from annotations.corpus import demo as corpus_demo
     from annotations.judge import demo as judge_demo
     from annotations.judge import live_demo as live_policy_demo
     from annotations.labels import demo as labels_demo
@@ -99,6 +100,7 @@ def demo_steps() -> list[Callable[[DemoContext], None]]:
         analytics_demo.seed,
         monitoring_demo.seed,
         codes_demo.seed,
+        corpus_demo.seed,
         live_demo.seed,
         live_policy_demo.seed,
     ]

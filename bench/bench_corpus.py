@@ -79,6 +79,103 @@ def real_pool(manager) -> list[tuple[str, str, str]]:
     return pool
 
 
+STEP_COLS = ["trace_id", "index", "agent", "kind", "content", "line_start", "line_end", "details", "model", "recipient"]
+TRACE_COLS = [
+    "project_id",
+    "mas_name",
+    "llm_name",
+    "benchmark",
+    "task",
+    "external_id",
+    "title",
+    "format",
+    "raw_text",
+    "size_bytes",
+    "content_hash",
+    "metadata",
+    "outcome",
+    "n_steps",
+    "n_agents",
+    "n_agent_switches",
+    "n_chars",
+    "n_lines",
+    "n_repeated_steps",
+    "agents",
+    "imported_at",
+]
+
+
+def load_traces(project, pool, first: int, n: int, mean_steps: int, rng, t0: float, chunk: int = 50_000) -> int:
+    """Traces number ``first`` .. ``first + n - 1`` with their steps, by COPY; returns the steps."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    now = timezone.now()
+    total = 0
+    for start in range(first, first + n, chunk):
+        trace_rows, step_rows = [], []
+        for i in range(start, min(first + n, start + chunk)):
+            k = mean_steps + rng.randint(-14, 14)  # symmetric: the mean is mean_steps
+            picks = [pool[rng.randrange(len(pool))] for _ in range(k)]
+            texts = [f"{text} [run {i}.{j}]" for j, (_a, _k, text) in enumerate(picks)]
+            raw = "\n".join(texts)
+            agents = sorted({a for a, _k, _t in picks if a})
+            trace_rows.append((
+                project.pk, FRAMEWORKS[i % 7], LLMS[i % 3], BENCHMARKS[i % 4], f"Task {i}: the run's request",
+                f"corpus-{i}", f"{FRAMEWORKS[i % 7]} run {i}", "plaintext", raw, len(raw.encode()),
+                f"{i:064x}", "{}", ("success", "failure", "")[i % 3], k, len(agents), 0, len(raw),
+                raw.count("\n") + 1, 0, "[]", now - dt.timedelta(minutes=max(0, 1_000_000 - i) * 30),
+            ))  # fmt: skip
+            step_rows.append((i, picks, texts))
+        with transaction.atomic():
+            cur = connection.connection.cursor()
+            copy_rows(cur, "traces_trace", TRACE_COLS, trace_rows)
+            cur.execute(
+                "SELECT external_id, id FROM traces_trace WHERE project_id = %s AND external_id = ANY(%s)",
+                [project.pk, [f"corpus-{i}" for i, _p, _t in step_rows]],
+            )
+            ids = dict(cur.fetchall())
+
+            def rows(step_rows=step_rows, ids=ids):
+                for i, picks, texts in step_rows:
+                    tid = ids[f"corpus-{i}"]
+                    line = 1
+                    for j, ((agent, kind, _x), text) in enumerate(zip(picks, texts, strict=True)):
+                        n_lines = text.count("\n")
+                        yield (tid, j, agent, kind, text, line, line + n_lines, "{}", "", "")
+                        line += n_lines + 1
+
+            copy_rows(cur, "traces_step", STEP_COLS, rows())
+        total += sum(len(p) for _i, p, _t in step_rows)
+        if ((start - first) // chunk) % 4 == 0:
+            print(f"  {start + len(trace_rows) - first:,} traces, {total:,} steps at {time.perf_counter() - t0:.0f} s")
+    return total
+
+
+def top_up(min_steps: int, mean_steps: int) -> None:
+    """More traces (COPY, the step index present) until the project has ``min_steps`` steps: a
+    database built before the mean was raised to 21 had 19.5 M."""
+    from django.db import connection
+
+    from traces.models import Project, Step, Trace
+
+    with connection.cursor() as c:
+        c.execute("SELECT count(*) FROM traces_step s JOIN traces_trace t ON t.id = s.trace_id "
+                  "JOIN traces_project p ON p.id = t.project_id WHERE p.slug = 'bench'")  # fmt: skip
+        have = c.fetchone()[0]
+    if have >= min_steps:
+        return
+    project = Project.objects.get(slug="bench")
+    n_traces = Trace.objects.filter(project=project).count()
+    real = Step.objects.filter(trace__project__slug="real").values_list("agent", "kind", "content")
+    pool = [(a[:200], k, t[:MAX_STEP_CHARS]) for a, k, t in real if t.strip()]
+    more = (min_steps - have) // mean_steps + 1_000
+    t0 = time.perf_counter()
+    added = load_traces(project, pool, n_traces, more, mean_steps, random.Random(n_traces), t0)
+    print(f"topped up: {more:,} traces, {added:,} steps with the step index present in "
+          f"{time.perf_counter() - t0:.0f} s: {have + added:,} steps ({load()})")  # fmt: skip
+
+
 def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
@@ -97,60 +194,7 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     t0 = time.perf_counter()
     with connection.cursor() as c:
         c.execute("DROP INDEX IF EXISTS step_content_trgm")
-    n_steps_total = 0
-    chunk = 50_000
-    for start in range(0, n_traces, chunk):
-        trace_rows, step_rows = [], []
-        for i in range(start, min(n_traces, start + chunk)):
-            k = mean_steps + rng.randint(-14, 14)  # symmetric: the mean is mean_steps
-            picks = [pool[rng.randrange(len(pool))] for _ in range(k)]
-            texts = [f"{text} [run {i}.{j}]" for j, (_a, _k, text) in enumerate(picks)]
-            raw = "\n".join(texts)
-            agents = sorted({a for a, _k, _t in picks if a})
-            trace_rows.append((
-                project.pk, FRAMEWORKS[i % 7], LLMS[i % 3], BENCHMARKS[i % 4], f"Task {i}: the run's request",
-                f"corpus-{i}", f"{FRAMEWORKS[i % 7]} run {i}", "plaintext", raw, len(raw.encode()),
-                f"{i:064x}", "{}", ("success", "failure", "")[i % 3], k, len(agents), 0, len(raw),
-                raw.count("\n") + 1, 0, "[]", now - dt.timedelta(minutes=(n_traces - i) * 30),
-            ))  # fmt: skip
-            step_rows.append((i, picks, texts))
-        with transaction.atomic():
-            cur = connection.connection.cursor()
-            cols = "project_id mas_name llm_name benchmark task external_id title format raw_text size_bytes "
-            cols += "content_hash metadata outcome n_steps n_agents n_agent_switches n_chars n_lines n_repeated_steps "
-            cols += "agents imported_at"
-            copy_rows(cur, "traces_trace", cols.split(), trace_rows)
-            cur.execute(
-                "SELECT external_id, id FROM traces_trace WHERE project_id = %s AND external_id = ANY(%s)",
-                [project.pk, [f"corpus-{i}" for i, _p, _t in step_rows]],
-            )
-            ids = dict(cur.fetchall())
-
-            def rows(step_rows=step_rows, ids=ids):
-                for i, picks, texts in step_rows:
-                    tid = ids[f"corpus-{i}"]
-                    line = 1
-                    for j, ((agent, kind, _x), text) in enumerate(zip(picks, texts, strict=True)):
-                        n = text.count("\n")
-                        yield (tid, j, agent, kind, text, line, line + n, "{}", "", "")
-                        line += n + 1
-
-            step_cols = [
-                "trace_id",
-                "index",
-                "agent",
-                "kind",
-                "content",
-                "line_start",
-                "line_end",
-                "details",
-                "model",
-                "recipient",
-            ]
-            copy_rows(cur, "traces_step", step_cols, rows())
-        n_steps_total += sum(len(p) for _i, p, _t in step_rows)
-        if (start // chunk) % 4 == 0:
-            print(f"  {start + len(trace_rows):,} traces, {n_steps_total:,} steps at {time.perf_counter() - t0:.0f} s")
+    n_steps_total = load_traces(project, pool, 0, n_traces, mean_steps, rng, t0)
     print(f"loaded {n_traces:,} traces and {n_steps_total:,} steps in {time.perf_counter() - t0:.0f} s ({load()})")
     t1 = time.perf_counter()
     with connection.cursor() as c:
@@ -306,6 +350,7 @@ def main() -> None:
     django_setup(env)
     if fresh:
         fill(args.traces, args.steps_per_trace)
+    top_up(20_000_000, args.steps_per_trace)
     if args.build_only:
         return
     from django.contrib.auth import get_user_model

@@ -141,6 +141,8 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the bench database")
     ap.add_argument("--no-build", action="store_true", help="reuse the file built by an earlier run")
     ap.add_argument("--db", default=BENCH_DB, help="bench database name (several people bench at once)")
+    ap.add_argument("--reuse", action="store_true", help="import into the existing database --db (its indexes and all)")
+    ap.add_argument("--into", default="bench", help="the project's slug (made if missing)")
     ap.add_argument(
         "--compression", choices=["lz4", "pglz"], default="lz4", help="TOAST compression of the text (migrations: lz4)"
     )
@@ -156,7 +158,7 @@ def main() -> None:
         size = build(out, args.records, args.mb)
         print(f"built {out}: {args.records} records, {size / 1024**2:.1f} MB in {time.perf_counter() - t:.1f} s")
 
-    create_bench_db(env)
+    create_bench_db(env, reuse=args.reuse)
     if args.compression != "lz4":
         set_toast_compression(env, args.compression)
     django_setup(env)
@@ -164,10 +166,10 @@ def main() -> None:
 
     from annotations.models import ModeLabel
     from traces.importing.service import traces_import
-    from traces.models import Step, Trace
+    from traces.models import Step
     from traces.projects.services import project_get_or_create
 
-    project, _ = project_get_or_create(slug="bench", name="Import bench")
+    project, _ = project_get_or_create(slug=args.into, name="Import bench")
     rss_before = rss_mb()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -199,11 +201,11 @@ def main() -> None:
     print(f"  CPU time of the importer's main thread: {cpu_main:.2f} s (the rest of the process: the COPY writer)")
     print(f"  peak RSS {peak:.0f} MB (importing process; {rss_before:.0f} MB after Django setup)")
     print(
-        f"  rows: {Trace.objects.count()} traces, {Step.objects.count()} steps, "
-        f"{ModeLabel.objects.count()} MAST-Data judge labels"
+        f"  rows: {len(result.trace_ids)} traces, {Step.objects.filter(trace_id__in=result.trace_ids).count()} steps, "
+        f"{ModeLabel.objects.filter(annotation__trace_id__in=result.trace_ids).count()} MAST-Data judge labels"
     )
     connection.close()
-    if not args.keep:
+    if not (args.keep or args.reuse):
         drop_bench_db(env)
 
 

@@ -217,6 +217,12 @@ def test_every_operation_of_the_generated_client_works(
     call("projects_live_retrieve", slug)
     call("projects_live_flush_create", slug)
     call("projects_live_policy_retrieve", slug)
+    found = call("projects_search_retrieve", slug, q="Planner").parsed
+    assert found is not None
+    made = call("projects_search_actions_create", slug, body=call.body("SearchActionInRequest", {
+        "do": "code", "name": "gen code", "q": "Planner"})).parsed  # fmt: skip
+    call("projects_search_actions_list", slug)
+    call("projects_search_actions_undo_create", slug, made["id"])
 
     # a rater's labels from a file (multipart upload)
     lines = "\n".join(json.dumps({"source_id": f"src-{t.pk}", "modes": {"1.1": True}}) for t in traces)
@@ -250,6 +256,18 @@ def test_every_operation_of_the_generated_client_works(
         call("projects_judge_runs_cancel_create", slug, run.id, ok=(200, 202, 409))
         call("projects_judge_runs_resume_create", slug, run.id, ok=(200, 202, 409))
         call("projects_judge_comparison_retrieve", slug, s=[f"run:{run.id}"])
+        seek = {"q": "Planner", "connection": conn.id, "model": "gen-model", "description": "plans without a test"}
+        est = call("projects_behaviour_searches_create", slug, body=call.body("BehaviourSearchInRequest", {
+            **seek, "estimate_only": True})).parsed  # fmt: skip
+        bs = call("projects_behaviour_searches_create", slug, body=call.body("BehaviourSearchInRequest", {
+            **seek, "max_tokens": est["tokens"] * 10})).parsed  # fmt: skip  (the server counts 1,000 a call)
+        bs = _wait(lambda: (b := call("projects_behaviour_searches_retrieve", slug, bs["id"]).parsed)["state"] not in (
+            "queued", "running") and b, "the behaviour search's end", timeout=90)  # fmt: skip
+        assert bs["state"] == "done", bs["error"]
+        call("projects_behaviour_searches_list", slug)
+        call("projects_behaviour_searches_cancel_create", slug, bs["id"])
+        call("projects_behaviour_searches_groups_partial_update", slug, bs["id"], 1,
+             body=call.body("PatchedGroupNameInRequest", {"name": "gen"}), ok=(200, 404))  # fmt: skip
         call("projects_live_policy_update", slug, body=call.body("LivePolicyInRequest", {
             "connection": conn.id, "model": "gen-model", "judge_share": 1.0, "human_share": 0.0}))  # fmt: skip
         call("projects_judge_connections_destroy", slug, conn.id, ok=(204, 409))

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -46,6 +46,63 @@ SEARCH_PARAMS = [
     OpenApiParameter("label", str, many=True, description="<source>:<mode code>:present|absent (repeatable)."),
     OpenApiParameter("page", int),
 ]
+
+
+class SearchParamsIn(serializers.Serializer):
+    """A corpus search's parameters in a request body (as the GET's query string; ``date_from`` and
+    ``date_to`` for its ``from`` and ``to``, ``labels`` for its ``label``)."""
+
+    q = serializers.CharField(required=False, allow_blank=True)
+    mode = serializers.ChoiceField(["words", "phrase", "prefix", "regex"], required=False)
+    agent = serializers.CharField(required=False, allow_blank=True)
+    kind = serializers.CharField(required=False, allow_blank=True)
+    framework = serializers.CharField(required=False, allow_blank=True)
+    llm = serializers.CharField(required=False, allow_blank=True)
+    outcome = serializers.CharField(required=False, allow_blank=True)
+    round = serializers.IntegerField(required=False, allow_null=True)
+    date_from = serializers.DateField(required=False, allow_null=True)
+    date_to = serializers.DateField(required=False, allow_null=True)
+    labels = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="As the GET's label: <source>:<mode>:present|absent."
+    )
+
+
+class SearchActionIn(SearchParamsIn):
+    do = serializers.ChoiceField(["code", "sample", "examples"])
+    name = serializers.CharField(required=False, help_text="code: the open code's name.")
+    to_round = serializers.IntegerField(required=False, help_text="sample: a draft round's id.")
+    how = serializers.ChoiceField(["all", "stratified"], required=False)
+    n = serializers.IntegerField(required=False, help_text="sample, stratified: how many traces.")
+    stratify_by = serializers.ChoiceField(["framework", "benchmark", "llm"], required=False)
+    to_mode = serializers.IntegerField(required=False, help_text="examples: a draft mode's id.")
+    behaviour = serializers.IntegerField(required=False, help_text="Act on a behaviour search's hits instead.")
+    group = serializers.IntegerField(required=False, help_text="With behaviour: only this group's hits.")
+
+
+class BehaviourSearchIn(SearchParamsIn):
+    description = serializers.CharField(required=False, allow_blank=True)
+    connection = serializers.IntegerField()
+    model = serializers.CharField(required=False, allow_blank=True)
+    max_tokens = serializers.IntegerField(required=False, min_value=1)
+    max_cost = serializers.DecimalField(max_digits=16, decimal_places=8, required=False, allow_null=True)
+    estimate_only = serializers.BooleanField(required=False, default=False)
+
+
+class GroupNameIn(serializers.Serializer):
+    name = serializers.CharField()
+
+
+def _body(serializer_class, request) -> dict:
+    """The request's body, checked by ``serializer_class``, as a dict the search reads."""
+    given = serializer_class(data=request.data)
+    given.is_valid(raise_exception=True)
+    data = {k: v for k, v in given.validated_data.items() if v is not None}
+    for key, name in (("date_from", "from"), ("date_to", "to")):
+        if key in data:
+            data[name] = data.pop(key).isoformat()
+    if "labels" in data:
+        data["label"] = data.pop("labels")
+    return data
 
 
 def _errors(exc: DjangoValidationError) -> ValidationError:
@@ -157,15 +214,15 @@ class SearchActionsApi(ProjectScopedMixin, APIView):
 
     capability = {"GET": "view", "POST": "annotate"}
 
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT)})
+    @extend_schema(operation_id="projects_search_actions_list", responses={200: OpenApiResponse(OpenApiTypes.OBJECT)})
     def get(self, request, slug):
         actions = services.search_actions_for_user(user=request.user, project=self.project)[:200]
         return Response({"actions": [action_as_dict(a) for a in actions]})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiResponse(OpenApiTypes.OBJECT)})
+    @extend_schema(request=SearchActionIn, responses={201: OpenApiResponse(OpenApiTypes.OBJECT)})
     def post(self, request, slug):
         try:
-            action = search_action_apply(request=request, project=self.project, data=request.data)
+            action = search_action_apply(request=request, project=self.project, data=_body(SearchActionIn, request))
         except QueryError as exc:
             raise ProductError(str(exc)) from None
         except DjangoValidationError as exc:
@@ -219,14 +276,22 @@ class BehaviourSearchesApi(ProjectScopedMixin, APIView):
 
     capability = "manage"
 
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT)})
+    @extend_schema(
+        operation_id="projects_behaviour_searches_list", responses={200: OpenApiResponse(OpenApiTypes.OBJECT)}
+    )
     def get(self, request, slug):
         return Response({"searches": [behaviour_as_dict(s, user=request.user)
                                       for s in self.project.behaviour_searches.all()[:100]]})  # fmt: skip
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiResponse(OpenApiTypes.OBJECT)})
+    @extend_schema(
+        request=BehaviourSearchIn,
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="estimate_only: the estimate, nothing started"),
+            201: OpenApiResponse(OpenApiTypes.OBJECT, description="the search, queued"),
+        },
+    )
     def post(self, request, slug):
-        data = request.data
+        data = _body(BehaviourSearchIn, request)
         try:
             query = CorpusQuery.from_query(data)
             ids = corpus_trace_ids(user=request.user, project=self.project, query=query)
@@ -236,7 +301,7 @@ class BehaviourSearchesApi(ProjectScopedMixin, APIView):
             connection = conn.first()
             if connection is None:
                 raise QueryError("connection: no such connection in this project.")
-            if str(data.get("estimate_only", "")).lower() in ("1", "true", "yes"):
+            if data.get("estimate_only"):
                 est = bsvc.behaviour_estimate(project=self.project, trace_ids=ids, connection=connection)
                 return Response({"n_traces": est.n_traces, "tokens_in": est.tokens_in, "tokens_out": est.tokens_out,
                                  "tokens": est.tokens, "cost": est.cost})  # fmt: skip
@@ -281,7 +346,7 @@ class BehaviourGroupApi(ProjectScopedMixin, APIView):
 
     capability = "manage"
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiResponse(OpenApiTypes.OBJECT)})
+    @extend_schema(request=GroupNameIn, responses={200: OpenApiResponse(OpenApiTypes.OBJECT)})
     def patch(self, request, slug, pk, number):
         search = _behaviour_or_404(request, self.project, pk)
         group = get_object_or_404(BehaviourGroup, search=search, number=number)

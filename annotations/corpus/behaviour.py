@@ -86,9 +86,10 @@ def behaviour_estimate(*, project: Project, trace_ids: list[int], connection: Pr
 
 def behaviour_search_start(
     *, project: Project, by, description: str, trace_ids: list[int], query: dict, connection: ProviderConnection,
-    model: str, max_tokens: int, max_cost: Decimal | None = None,
+    model: str, max_tokens: int, max_cost: Decimal | None = None, enqueue: bool = True,
 ) -> BehaviourSearch:  # fmt: skip
-    """A queued search (its job enqueued on commit), or ``ValidationError`` saying why not."""
+    """A queued search (its job enqueued on commit unless ``enqueue`` is false: the demo runs it in
+    its own process), or ``ValidationError`` saying why not."""
     if not user_can(user=by, project=project, capability="manage"):
         raise PermissionDenied(f"Only managers of {project.name} start behaviour searches (their calls cost money).")
     description = " ".join(str(description or "").split())
@@ -115,7 +116,8 @@ def behaviour_search_start(
         connection=connection, model=model, max_tokens=max_tokens, max_cost=max_cost,
         estimate_tokens=est.tokens, estimate_cost=est.cost, created_by=by,
     )  # fmt: skip
-    transaction.on_commit(lambda: _enqueue(search.pk))
+    if enqueue:
+        transaction.on_commit(lambda: _enqueue(search.pk))
     return search
 
 

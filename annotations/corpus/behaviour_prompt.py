@@ -139,8 +139,10 @@ class Clusters:
 
 
 def cluster_quotes(texts: Sequence[str], *, max_groups: int = 6, seed: int = 0) -> Clusters:
-    """Groups of hits by what their quotes say: TF-IDF (words and bigrams) and k-means, k from 1 to
-    ``max_groups`` chosen by the silhouette score; fewer than 4 texts are one group."""
+    """Groups of hits by what their quotes say: TF-IDF (words of letters, and their bigrams; numbers
+    and ids left out) and k-means, k from 2 to ``max_groups`` but at most a third of the texts (a
+    group of one or two hits says little), chosen by the silhouette score; fewer than 6 texts, or
+    no k that separates them, are one group."""
     from sklearn.cluster import KMeans
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.metrics import silhouette_score
@@ -148,15 +150,16 @@ def cluster_quotes(texts: Sequence[str], *, max_groups: int = 6, seed: int = 0) 
     texts = [t if t.strip() else "(no quote)" for t in texts]
     if not texts:
         return Clusters([], [])
-    vec = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", min_df=1, sublinear_tf=True)
+    vec = TfidfVectorizer(ngram_range=(1, 2), stop_words="english", min_df=1, sublinear_tf=True,
+                          token_pattern=r"(?u)\b[^\W\d_]{2,}\b")  # fmt: skip  # noqa: S106 - a regex, not a secret
     try:
         X = vec.fit_transform(texts)
     except ValueError:  # nothing but stop words
         return Clusters([0] * len(texts), [[]])
     vocab = np.array(vec.get_feature_names_out())
     best_labels, best_k, best = np.zeros(len(texts), dtype=int), 1, -1.0
-    n_distinct = X.shape[0] if X.shape[0] < 4 else len({tuple(r.indices) for r in X})
-    for k in range(2, min(max_groups, n_distinct - 1) + 1):
+    n_distinct = len({tuple(r.indices) for r in X})
+    for k in range(2, min(max_groups, len(texts) // 3, n_distinct - 1) + 1):
         labels = KMeans(n_clusters=k, n_init=10, random_state=seed).fit_predict(X)
         if len(set(labels)) < 2:
             continue

@@ -8,7 +8,9 @@ model it refuses the ``system`` role (as OpenAI's o1-mini and o1-preview do), ``
 a non-default temperature, with HTTP 400s in OpenAI's words, and reports reasoning tokens, so
 the demo shows the request adapting and the connection recording the accepted form.
 
-It also takes POSTs under ``/hooks/`` with a 200: the demo's alert webhook points there.
+It also takes POSTs under ``/hooks/`` with a 200: the demo's alert webhook points there. Asked to
+look for a behaviour (a behaviour search), it quotes the steps holding two or more of the
+behaviour's longer words, each quote a line copied from its step.
 
 ``make demo`` (scripts/demo.sh) runs it for as long as the demo runs, on a fixed loopback port
 (``DEMO_LLM_PORT``, default the site's PORT + 1000), through ``manage.py serve_demo_llm``
@@ -39,6 +41,8 @@ KEYWORDS = {
 }
 # POSTs here are taken as the demo's webhook receiver (the demo's alert webhook points at it)
 HOOK_PATH = "/hooks/"
+BEHAVIOUR_MARK = "look for one behaviour"
+STEP_RE = re.compile(r"^\[step (\d+)\] [^\n]*:\n(.*?)(?=^\[step \d+\] |\Z)", re.S | re.M)
 CODES_RE = re.compile(r"one entry for each of these codes: ([0-9., ]+)")
 MAST_CODES = ("1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3")
 
@@ -76,6 +80,8 @@ def answer(body: dict) -> tuple[int, dict]:
             }
         }
     text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+    if BEHAVIOUR_MARK in text:
+        return 200, _completion(body, text, behaviour_answer(text))
     trace = text.split("## The trace", 1)[-1].split("## Your answer", 1)[0]
     trace = trace.split("Here is the trace:", 1)[-1].split("Also, here are the explanations", 1)[0]
     if "@@" in text and "begin of things you should answer" in text:
@@ -101,8 +107,12 @@ def answer(body: dict) -> tuple[int, dict]:
                 ],
             }
         )
+    return 200, _completion(body, text, content)
+
+
+def _completion(body: dict, text: str, content: str) -> dict:
     tokens_in = max(1, len(text) // 4)
-    return 200, {
+    return {
         "id": "demo",
         "object": "chat.completion",
         "model": body.get("model", "demo"),
@@ -114,6 +124,27 @@ def answer(body: dict) -> tuple[int, dict]:
             "completion_tokens_details": {"reasoning_tokens": 250},
         },
     }
+
+
+def behaviour_answer(text: str) -> str:
+    """A behaviour search's answer: the steps holding two or more of the behaviour's words of 5+
+    letters (their first 5 letters, so "approves" finds "approved"), one line of each quoted."""
+    behaviour = text.split("Behaviour:", 1)[-1].split("\n", 1)[0].lower()
+    stems = {w[:5] for w in re.findall(r"[a-z]{5,}", behaviour)}
+    quotes = []
+    for number, content in STEP_RE.findall(text.split("Trace:", 1)[-1]):
+        lines = [ln.strip() for ln in content.splitlines() if ln.strip()]
+        hits = [ln for ln in lines if sum(s in ln.lower() for s in stems) >= 1]
+        if len({s for s in stems if s in content.lower()}) >= 2 and hits:
+            quotes.append({"step": int(number), "quote": hits[0][:200]})
+    return json.dumps(
+        {
+            "present": bool(quotes),
+            "score": min(1.0, 0.5 + 0.1 * len(quotes)) if quotes else 0.1,
+            "quotes": quotes[:5],
+            "explanation": "scripted demo answer: steps with the behaviour's words" if quotes else "none of its words",
+        }
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -24,7 +24,7 @@ class DemoPage:
 
 def demo_pages() -> list[DemoPage]:
     """Each page of the demo once (one trace per viewer kind, one item per judge page...)."""
-    from annotations.models import JudgeItem, JudgeRun, ProviderConnection, Round
+    from annotations.models import BehaviourSearch, JudgeItem, JudgeRun, ProviderConnection, Round
     from traces.models import ImportJob, Project, Trace
 
     demo = Project.objects.get(slug="demo")
@@ -37,6 +37,7 @@ def demo_pages() -> list[DemoPage]:
     span_trace = Trace.objects.filter(project=demo, mas_name="OpenAI Agents SDK").first()
     long_trace = Trace.objects.filter(project=demo).order_by("-n_steps").first()
     runs = {r.provider: r for r in JudgeRun.objects.filter(project=demo)}
+    behaviour = BehaviourSearch.objects.filter(project=demo).first()
     llm_run = runs["openai"]
     item = JudgeItem.objects.filter(run=llm_run).order_by("pk").first()
     connection = ProviderConnection.objects.filter(project=demo).first()
@@ -96,6 +97,8 @@ def demo_pages() -> list[DemoPage]:
                  f"&b=imported:{middle}..&rater=corrected:{llm_run.rater_id}"),  # fmt: skip
         DemoPage("analytics-monitoring", f"{p}/analytics/monitoring/?rater={llm_run.rater_id}"),
         DemoPage("analytics-alerts", f"{p}/analytics/alerts/"),
+        DemoPage("search", f"{p}/search/?q=answer%7Cresult&mode=regex", "[data-testid=search-results]"),
+        DemoPage("search-behaviour", f"{p}/search/behaviour/{behaviour.pk}/", "[data-testid=behaviour-state]"),
         DemoPage("taxonomy-category-edit", "/taxonomies/mast/v3/categories/3/edit/"),
         DemoPage("taxonomies", "/taxonomies/"),
         DemoPage("taxonomy-version", "/taxonomies/mast/v2/"),
