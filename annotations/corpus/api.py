@@ -11,7 +11,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -105,8 +105,9 @@ def _body(serializer_class, request) -> dict:
     return data
 
 
-def _errors(exc: DjangoValidationError) -> ValidationError:
-    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
+def _errors(exc: DjangoValidationError) -> ProductError:
+    """A service's refusal as the API's error body: ``detail`` a sentence, ``errors`` per field."""
+    return ProductError(" ".join(exc.messages), errors=exc.message_dict if hasattr(exc, "error_dict") else None)
 
 
 def result_as_dict(result: CorpusResult, *, slug: str) -> dict:
