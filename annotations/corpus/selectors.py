@@ -32,6 +32,7 @@ from annotations.analytics.selectors import AGREED, dashboard_sources, label_mat
 from annotations.corpus.query import MODES, CompiledQuery, QueryError, query_compile
 from annotations.models import Round
 from traces.models import Project, Step, Trace
+from traces.viewer.selectors import trace_filter_choices
 
 HIT_CAP = 10_000  # matching steps read per search
 TRACES_PER_PAGE = 20
@@ -392,13 +393,11 @@ def _all_traces(result: CorpusResult) -> list[int]:
 
 
 def corpus_filter_choices(*, project: Project) -> dict[str, list]:
-    """Values offered by the page's filters: frameworks, LLMs, agents, rounds."""
-    traces = Trace.objects.filter(project=project)
-    return {
-        "framework": sorted(v for v in traces.values_list("mas_name", flat=True).distinct() if v),
-        "llm": sorted(v for v in traces.values_list("llm_name", flat=True).distinct() if v),
-        "round": list(Round.objects.filter(project=project).order_by("-pk").values_list("pk", "name")),
-    }
+    """Values offered by the page's filters: the trace list's frameworks and LLMs (its one DISTINCT,
+    served by its index), and the rounds."""
+    choices: dict[str, list] = dict(trace_filter_choices(project=project))
+    choices["round"] = list(Round.objects.filter(project=project).order_by("-pk").values_list("pk", "name"))
+    return choices
 
 
 def corpus_label_sources(*, user, project: Project) -> list[tuple[str, str]]:

@@ -190,3 +190,16 @@ def test_the_api_acts_and_undoes(client, project, mast_version, manager, traces)
     bad = client.post(url, {"do": "sample", "to_round": draft.pk, "q": "a.b", "mode": "regex"},
                       content_type="application/json")  # fmt: skip
     assert bad.status_code == 400 and "3 plain characters" in bad.json()["detail"]
+
+
+def test_a_viewer_searches_but_changes_nothing(client, project, viewer, traces):
+    client.force_login(viewer)
+    url = reverse("annotations:corpus_search", args=[project.slug])
+    page = client.get(url, {"q": "approved"}).content.decode()
+    assert "<b>6</b> steps" in page and "Into the loop" not in page
+    resp = client.post(url, {"q": "approved", "op": "action", "do": "code", "name": "x"}, follow=True)
+    assert "Only annotators" in resp.content.decode() and not OpenCode.objects.exists()
+    api = client.post(reverse("api-search-actions", args=[project.slug]), {"do": "code", "name": "x", "q": "approved"},
+                      content_type="application/json")  # fmt: skip
+    assert api.status_code == 403 and not OpenCode.objects.exists()
+    assert client.get(reverse("api-behaviour-searches", args=[project.slug])).status_code == 403
