@@ -6,8 +6,8 @@ lookup, the recheck and the brute-force scan the tests compare with:
 - ``words``: every word, as a whole word, anywhere in the step (``\\mword\\M`` for each, ANDed);
 - ``phrase``: the words in this order, separated by anything that is not a word character;
 - ``prefix``: every word as the start of a word (``verif`` finds "verifier", "verified");
-- ``regex``: a PostgreSQL regular expression (ARE) as given; ``(?c)`` at its start makes it
-  case-sensitive.
+- ``regex``: a PostgreSQL regular expression (ARE) as given, ``\\b`` read as a word edge (as
+  in Python; PostgreSQL's own ``\\b`` is a backspace); ``(?c)`` at its start makes it case-sensitive.
 
 The step index is a trigram GIN index (``pg_trgm``), which answers regular expressions directly:
 PostgreSQL's full-text parser was not used because it splits paths, URLs and e-mail addresses
@@ -84,7 +84,8 @@ def query_compile(text: str, mode: str = "words") -> CompiledQuery:
                 "contains (e.g. verif.*tests), on every branch of an |: without one the index cannot "
                 "help and the search would read every step."
             )
-        return CompiledQuery(mode, text, (text,), text)
+        pattern = word_edges(text)
+        return CompiledQuery(mode, text, (pattern,), pattern)
     words = _words(text)
     if mode == "phrase":
         if max(len(w) for w in words) < MIN_LITERAL:
@@ -101,6 +102,27 @@ def query_compile(text: str, mode: str = "words") -> CompiledQuery:
     patterns = tuple(dict.fromkeys(r"\m" + re.escape(w) + end for w in words))
     highlight = r"\m(" + "|".join(re.escape(w) for w in dict.fromkeys(words)) + ")" + end
     return CompiledQuery(mode, text, patterns, highlight)
+
+
+def word_edges(regex: str) -> str:
+    """``\\b`` and ``\\B`` outside brackets as PostgreSQL's word edges ``\\y`` and ``\\Y``: in
+    PostgreSQL's regular expressions ``\\b`` is a backspace, so a pattern written the Python or
+    JavaScript way would silently find nothing."""
+    out, i, in_class = [], 0, False
+    while i < len(regex):
+        c = regex[i]
+        if c == "\\" and i + 1 < len(regex):
+            nxt = regex[i + 1]
+            out.append("\\y" if nxt == "b" and not in_class else "\\Y" if nxt == "B" and not in_class else c + nxt)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 # -- what a regular expression must contain ---------------------------------------------------------

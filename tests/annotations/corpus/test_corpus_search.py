@@ -95,6 +95,7 @@ QUERIES = [
     ("def \\w+_game", "regex"),
     ("assert.*score", "regex"),
     ("https?://[a-z.]+/approved", "regex"),
+    ("\\bapproved\\b", "regex"),  # a word edge written the Python way (PostgreSQL's \b is a backspace)
     ("error", "words"),
     ("task", "prefix"),
 ]
