@@ -246,3 +246,18 @@ def test_outsider_gets_404(project, client, outsider):
     client.force_login(outsider)
     assert client.get(reverse("annotations:corpus_search", args=[project.slug]), {"q": "x"}).status_code == 404
     assert client.get(reverse("api-corpus-search", args=[project.slug]), {"q": "abc"}).status_code == 404
+
+
+def test_query_count_does_not_grow_with_the_hits(corpus, client, project, manager):
+    from django.db import connection as conn
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(manager)
+    url = reverse("api-corpus-search", args=[project.slug])
+    counts = []
+    for text in ("approved", "task"):  # a few hits, then many traces
+        with CaptureQueriesContext(conn) as ctx:
+            body = client.get(url, {"q": text, "mode": "prefix"}).json()
+        counts.append(len(ctx.captured_queries))
+        assert body["n_steps"] > 0
+    assert counts[0] == counts[1] <= 14, counts
