@@ -31,6 +31,7 @@ def test_managers_see_every_installed_tab_in_order(client, project, manager):
     assert tab_labels(client, manager, project) == [
         "Overview",
         "Traces",
+        "Search",
         "Import",
         "Rounds",
         "LLM judge",
@@ -46,6 +47,7 @@ def test_viewers_do_not_see_the_tabs_that_need_manage(client, project, viewer):
     assert tab_labels(client, viewer, project) == [
         "Overview",
         "Traces",
+        "Search",
         "Rounds",
         "Open codes",
         "Analytics",
