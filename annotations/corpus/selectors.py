@@ -4,7 +4,9 @@ One query finds the matching steps (the trigram index on ``traces_step.content``
 PostgreSQL's regex engine rechecks them: ``query.py``), joined to their traces for the project and
 the trace filters; at most ``HIT_CAP`` steps are read. Under the cap every count is exact; over it
 the answer says so and counts what it read (the list and the facets then cover the first
-``HIT_CAP`` steps found, and the loop's actions refuse to run on it: narrow the search first).
+``HIT_CAP`` steps found). The loop's actions read up to ``ACTION_CAP`` steps (a second or two at
+20 M steps, where a search must answer while one types) and refuse to run on more: narrow the
+search first.
 
 Label filters (a mode present or absent in the agreed labels or in one rater's) read the label
 matrix the dashboard reads (``label_matrix_cached``), which applies the blind rule for the user;
@@ -34,7 +36,8 @@ from annotations.models import Round
 from traces.models import Project, Step, Trace
 from traces.viewer.selectors import trace_filter_choices
 
-HIT_CAP = 10_000  # matching steps read per search
+HIT_CAP = 2_000  # matching steps a search reads (bench/bench_corpus.py: each costs a heap read)
+ACTION_CAP = 10_000  # matching steps a loop action reads
 TRACES_PER_PAGE = 20
 HITS_PER_TRACE = 3  # step snippets shown per trace (the trace's count says how many more)
 SEARCH_TIMEOUT_MS = 20_000
@@ -237,7 +240,14 @@ def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, ids
 # key. Left to itself the planner may walk every step of the project's traces instead (a bitmap of
 # step_unique_index per trace, the regex on each step): for a rare word that reads the whole
 # project. The steps are a MATERIALIZED CTE read only as far as the LIMIT needs.
-_PLAN = ("SET LOCAL enable_seqscan = off", "SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
+# work_mem: the trigram bitmap of a common word holds 100,000s of rows; in the default 4 MB it goes
+# lossy and every row of those pages is rechecked (2.6 s instead of 0.65 s for 10,000 hits at 20 M).
+_PLAN = (
+    "SET LOCAL enable_seqscan = off",
+    "SET LOCAL enable_hashjoin = off",
+    "SET LOCAL enable_mergejoin = off",
+    "SET LOCAL work_mem = '64MB'",
+)
 
 
 def _matching_steps(where: tuple, cap: int) -> list[tuple]:
@@ -279,9 +289,11 @@ def _facets(rows: list[tuple]) -> dict[str, list[tuple[str, int, int]]]:
     return out
 
 
-def corpus_search(*, user, project: Project, query: CorpusQuery, page: int = 1) -> CorpusResult:
+def corpus_search(*, user, project: Project, query: CorpusQuery, page: int = 1, cap: int | None = None) -> CorpusResult:
     """The search's matching steps grouped by trace (newest trace first), one page of them with
-    snippets, the counts per trace and per filter value. ``QueryError`` when it cannot run."""
+    snippets, the counts per trace and per filter value. ``QueryError`` when it cannot run.
+    ``cap``: the matching steps read (default ``HIT_CAP``)."""
+    cap = cap or HIT_CAP
     compiled = query.compiled()
     if query.round and not Round.objects.filter(pk=query.round, project=project).exists():
         raise QueryError(f"round: no round {query.round} in this project.")
@@ -289,9 +301,9 @@ def corpus_search(*, user, project: Project, query: CorpusQuery, page: int = 1) 
     if ids is not None and not len(ids):
         rows: list[tuple] = []
     else:
-        rows = _matching_steps(_where(query, compiled, project=project, ids=ids), HIT_CAP + 1)
-    capped = len(rows) > HIT_CAP
-    rows = rows[:HIT_CAP]
+        rows = _matching_steps(_where(query, compiled, project=project, ids=ids), cap + 1)
+    capped = len(rows) > cap
+    rows = rows[:cap]
     per_trace: dict[int, list[tuple]] = defaultdict(list)
     for r in rows:
         per_trace[r[0]].append(r)
@@ -379,7 +391,7 @@ def _mark(line: str, at: int, patterns: list[re.Pattern[str]]) -> list[tuple[str
 
 def corpus_trace_ids(*, user, project: Project, query: CorpusQuery) -> list[int]:
     """Every trace with a hit, for the loop's actions and behaviour searches."""
-    return _all_traces(corpus_search(user=user, project=project, query=query))
+    return _all_traces(corpus_search(user=user, project=project, query=query, cap=ACTION_CAP))
 
 
 def _all_traces(result: CorpusResult) -> list[int]:
@@ -387,7 +399,7 @@ def _all_traces(result: CorpusResult) -> list[int]:
     would act on an arbitrary part of the hits)."""
     if result.capped:
         raise QueryError(
-            f"More than {HIT_CAP:,} steps match: narrow the search before turning it into a code or a sample."
+            f"More than {ACTION_CAP:,} steps match: narrow the search before turning it into a code or a sample."
         )
     return result.trace_ids
 
@@ -406,6 +418,7 @@ def corpus_label_sources(*, user, project: Project) -> list[tuple[str, str]]:
 
 __all__ = [
     "AGREED",
+    "ACTION_CAP",
     "HIT_CAP",
     "CorpusQuery",
     "CorpusResult",
@@ -445,7 +458,7 @@ def action_source(*, user, project: Project, data) -> tuple[list[int], list[dict
                  for t, quotes in rows for q in quotes if q.get("found")]  # fmt: skip
         return [t for t, _ in rows], lines, {"behaviour": search.pk, "group": group}
     query = CorpusQuery.from_query(data)
-    result = corpus_search(user=user, project=project, query=query)
+    result = corpus_search(user=user, project=project, query=query, cap=ACTION_CAP)
     ids = _all_traces(result)
     lines = [{"trace": h.trace_id, "step": h.index, "agent": h.agent, "text": _line_text(h)}
              for g in result.traces for h in g.hits[:1]]  # fmt: skip

@@ -24,6 +24,7 @@ from annotations.corpus import behaviour as bsvc
 from annotations.corpus import services
 from annotations.corpus.api import search_action_apply
 from annotations.corpus.selectors import (
+    ACTION_CAP,
     KINDS,
     OUTCOMES,
     CorpusQuery,
@@ -151,7 +152,7 @@ def search_page(request, slug):
         "actions": services.search_actions_for_user(user=request.user, project=project)[:10],
         "behaviours": project.behaviour_searches.all()[:10] if manager else [],
         "hidden": [(k, v) for k, vs in query.params().items() for v in (vs if isinstance(vs, list) else [vs])],
-        "facets": facets, "pages": _pages(result, query) if result else [],
+        "facets": facets, "action_cap": ACTION_CAP, "pages": _pages(result, query) if result else [],
     })  # fmt: skip
 
 

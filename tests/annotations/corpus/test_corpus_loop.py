@@ -203,3 +203,19 @@ def test_a_viewer_searches_but_changes_nothing(client, project, viewer, traces):
                       content_type="application/json")  # fmt: skip
     assert api.status_code == 403 and not OpenCode.objects.exists()
     assert client.get(reverse("api-behaviour-searches", args=[project.slug])).status_code == 403
+
+
+def test_an_action_on_more_hits_than_it_reads_is_refused(client, project, annotator, traces, monkeypatch):
+    from annotations.corpus import selectors
+
+    monkeypatch.setattr(selectors, "HIT_CAP", 2)
+    monkeypatch.setattr(selectors, "ACTION_CAP", 4)
+    client.force_login(annotator)
+    url = reverse("annotations:corpus_search", args=[project.slug])
+    page = client.get(url, {"q": "approved"}).content.decode()
+    assert 'data-testid="search-capped"' in page and "Into the loop" in page  # the page reads 2, acts on 4
+    resp = client.post(url, {"q": "approved", "op": "action", "do": "code", "name": "x"}, follow=True)
+    assert "More than 4 steps match" in resp.content.decode() and not OpenCode.objects.exists()
+    resp = client.post(url, {"q": "approved", "op": "action", "do": "code", "name": "x", "framework": "ChatDev"},
+                       follow=True)  # fmt: skip
+    assert "Done: open code on the hits, 3 trace(s)" in resp.content.decode()
