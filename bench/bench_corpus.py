@@ -79,7 +79,9 @@ def real_pool(manager) -> list[tuple[str, str, str]]:
     return pool
 
 
-STEP_COLS = ["trace_id", "index", "agent", "kind", "content", "line_start", "line_end", "details", "model", "recipient"]
+# searchable: the bench's corpus is indexed already (traces/search/indexing.py)
+STEP_COLS = ["trace_id", "index", "agent", "kind", "content", "line_start", "line_end", "details", "model", "recipient",
+             "searchable"]  # fmt: skip
 TRACE_COLS = [
     "project_id",
     "mas_name",
@@ -142,7 +144,7 @@ def load_traces(project, pool, first: int, n: int, mean_steps: int, rng, t0: flo
                     line = 1
                     for j, ((agent, kind, _x), text) in enumerate(zip(picks, texts, strict=True)):
                         n_lines = text.count("\n")
-                        yield (tid, j, agent, kind, text, line, line + n_lines, "{}", "", "")
+                        yield (tid, j, agent, kind, text, line, line + n_lines, "{}", "", "", True)
                         line += n_lines + 1
 
             copy_rows(cur, "traces_step", STEP_COLS, rows())
@@ -193,13 +195,13 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     now = timezone.now()
     t0 = time.perf_counter()
     with connection.cursor() as c:
-        c.execute("DROP INDEX IF EXISTS step_content_trgm")
+        c.execute("DROP INDEX IF EXISTS step_content_trgm")  # built after the load (the migration builds it)
     n_steps_total = load_traces(project, pool, 0, n_traces, mean_steps, rng, t0)
     print(f"loaded {n_traces:,} traces and {n_steps_total:,} steps in {time.perf_counter() - t0:.0f} s ({load()})")
     t1 = time.perf_counter()
     with connection.cursor() as c:
         c.execute("SET maintenance_work_mem = '2GB'")
-        c.execute("CREATE INDEX step_content_trgm ON traces_step USING gin (content gin_trgm_ops)")
+        c.execute("CREATE INDEX step_content_trgm ON traces_step USING gin (content gin_trgm_ops) WHERE searchable")
         c.execute("SELECT pg_size_pretty(pg_relation_size('step_content_trgm')), "
                   "pg_size_pretty(pg_total_relation_size('traces_step'))")  # fmt: skip
         idx, steps = c.fetchone()
@@ -271,6 +273,29 @@ def time_get(client, path: str, runs: int) -> tuple[float, float, int, str]:
     return statistics.median(times), pct(times, 0.95), len(ctx.captured_queries), extra
 
 
+RARE = {"quokkafix": 20, "zephyrlint": 200, "marmotcache": 2_000}
+
+
+def plant_rare_words() -> None:
+    """A long tail: three made-up words appended to 20, 200 and 2,000 random steps (a real corpus
+    has words of every rarity; this one repeats a few thousand real steps, so each of its own words
+    is in ~9,000 steps or more). Idempotent."""
+    from django.db import connection, transaction
+
+    rng = random.Random(99)
+    with transaction.atomic(), connection.cursor() as c:
+        c.execute("SELECT min(id), max(id) FROM traces_trace WHERE project_id = (SELECT id FROM traces_project "
+                  "WHERE slug = 'bench')")  # fmt: skip
+        lo, hi = c.fetchone()
+        for word, n in RARE.items():
+            c.execute("SELECT count(*) FROM traces_step WHERE searchable AND content ~* %s", [rf"\m{word}\M"])
+            if c.fetchone()[0]:
+                continue
+            ids = rng.sample(range(lo, hi + 1), n)
+            c.execute("UPDATE traces_step SET content = content || ' ' || %s WHERE trace_id = ANY(%s) AND index = 2",
+                      [word, ids])  # fmt: skip
+
+
 def pick_words() -> dict[str, str]:
     """Search words chosen from the real pool by how many of its steps hold them. Every pool step is
     in the big project ~9,000 times (20 M steps from a pool of a few thousand), so a word of one pool
@@ -281,7 +306,9 @@ def pick_words() -> dict[str, str]:
 
     from traces.models import Step
 
-    texts = list(Step.objects.filter(trace__project__slug="real").values_list("content", flat=True))
+    texts = [
+        t[:MAX_STEP_CHARS] for t in Step.objects.filter(trace__project__slug="real").values_list("content", flat=True)
+    ]
     df: Counter = Counter()
     for text in texts:
         df.update(set(re.findall(r"\b[a-z]{6,}\b", text.lower())))
@@ -305,7 +332,10 @@ def searches(client, runs: int) -> None:
     api = "/api/projects/bench/search/"
     w = pick_words()
     judge = Rater.objects.get(name="bench-judge").pk
-    cases = [
+    cases = [(f"word of {n:,} steps ({word})", {"q": word}) for word, n in RARE.items()] + [
+        ("phrase of 200 steps", {"q": "zephyrlint", "mode": "phrase"}),
+        ("prefix of 2,000 steps (marmotc)", {"q": "marmotc", "mode": "prefix"}),
+        ("regex of 200 steps (zephyr\\w+)", {"q": "zephyr\\w+", "mode": "regex"}),
         ("word of one trace (its marker)", {"q": "777777"}),
         (f"word of one pool step ({w['once']})", {"q": w["once"]}),
         (f"word of a few pool steps ({w['several']})", {"q": w["several"]}),
@@ -315,9 +345,9 @@ def searches(client, runs: int) -> None:
         (f"prefix ({w['once'][:5]})", {"q": w["once"][:5], "mode": "prefix"}),
         (f"regex ({w['once'][:4]}\\w+)", {"q": w["once"][:4] + "\\w+", "mode": "regex"}),
         ("regex (run 7777\\d\\.1\\y)", {"q": "run 7777\\d\\.1\\y", "mode": "regex"}),
-        ("word + framework + step kind", {"q": w["once"], "framework": "AG2", "kind": "message"}),
-        ("word + agreed label present", {"q": w["once"], "label": "agreed:1.1:present"}),
-        ("word + judge label absent", {"q": w["once"], "label": f"{judge}:2.6:absent"}),
+        ("word of 2,000 + framework + step kind", {"q": "marmotcache", "framework": "AG2", "kind": "message"}),
+        ("word of 2,000 + agreed label present", {"q": "marmotcache", "label": "agreed:1.1:present"}),
+        ("word of 2,000 + judge label absent", {"q": "marmotcache", "label": f"{judge}:2.6:absent"}),
     ]
     print(f"\ncorpus search, {runs} GETs each after one ({load()})")
     print(f"{'search':44} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8}  matches")
@@ -326,8 +356,8 @@ def searches(client, runs: int) -> None:
         time_get(client, path, 1)  # the label matrix of a label filter is built once, then cached
         p50, p95, q, extra = time_get(client, path, runs)
         print(f"{name:44} {p50:8.0f} {p95:8.0f} {q:8d}  {extra}")
-    p50, p95, q, _ = time_get(client, f"/p/bench/search/?{urlencode({'q': w['once']})}", runs)
-    print(f"{'the page, word of one pool step':44} {p50:8.0f} {p95:8.0f} {q:8d}")
+    p50, p95, q, _ = time_get(client, "/p/bench/search/?q=zephyrlint", runs)
+    print(f"{'the page, word of 200 steps':44} {p50:8.0f} {p95:8.0f} {q:8d}")
 
 
 def pages(client, runs: int) -> None:
@@ -351,21 +381,51 @@ def pages(client, runs: int) -> None:
 def import_rate(env: dict[str, str]) -> None:
     """bench_import's MAST-Data file into the bench database, the step index present (a child
     process, as a worker would run it)."""
+    from django.db import connection
+
+    from traces.search.indexing import steps_index_pending
+
     print(f"\nimport with the step index present ({load()})")
     subprocess.run([sys.executable, "bench/bench_import.py", "--into", "bench", "--db", BENCH_DB, "--reuse"],
                    cwd=REPO, env=env, check=False)  # fmt: skip
+    with connection.cursor() as c:
+        c.execute("SELECT count(*), coalesce(sum(length(content)), 0) FROM traces_step WHERE NOT searchable")
+        n, chars = c.fetchone()
+    t = time.perf_counter()
+    done = steps_index_pending()
+    took = time.perf_counter() - t
+    print(f"then the indexer: {done:,} steps ({chars / 1024**2:.0f} MB of text; {n:,} were waiting) searchable in "
+          f"{took:.1f} s, {chars / 1024**2 / max(took, 1e-9):.1f} MB/s ({load()})")  # fmt: skip
 
 
 def release(env: dict[str, str]) -> None:
-    code = (
-        "import sys; sys.path.insert(0, 'bench'); from benchdb import django_setup; import os; "
-        "django_setup(dict(os.environ)); from bench_release import build_once; "
-        "print(build_once(['jsonl'], trace_text=False))"
-    )
-    print(f"\nrelease of every trace, JSONL, in a fresh process ({load()})")
+    """In a fresh process (its own peak RSS): ``release_child``."""
+    print(f"\nrelease of every trace (a filter on all seven frameworks), JSONL, in a fresh process ({load()})")
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=False)
-    print(f"  wall {time.perf_counter() - t:.0f} s ({load()})")
+    subprocess.run([sys.executable, "bench/bench_corpus.py", "--reuse", "--release-child"], cwd=REPO, env=env,
+                   check=False)  # fmt: skip
+    print(f"  wall {time.perf_counter() - t:.0f} s, Python and Django start-up included ({load()})")
+
+
+def release_child() -> None:
+    from django.contrib.auth import get_user_model
+
+    from annotations.releases.services import release_build, release_create
+    from traces.models import Project
+
+    project = Project.objects.get(slug="bench")
+    manager = get_user_model().objects.get(username="bench-manager")
+    t = time.perf_counter()
+    rel = release_create(project=project, by=manager, enqueue=False, selection="filter",
+                         filters={"framework": FRAMEWORKS}, title=f"every trace {time.time_ns()}",
+                         options={"formats": ["jsonl"], "raters": True, "judge": True, "evidence": True,
+                                  "trace_text": False})  # fmt: skip
+    rel = release_build(release_id=rel.pk)
+    took = time.perf_counter() - t
+    hwm = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM"))
+    size = sum(f.size_bytes for f in rel.files.all()) / 1024**2
+    peak = int(hwm.split()[1]) / 1024
+    print(f"  {rel.n_traces:,} traces, {rel.status}, built in {took:.1f} s, peak RSS {peak:.0f} MB, {size:.0f} MB")
 
 
 def main() -> None:
@@ -375,6 +435,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--reuse", action="store_true", help="keep the database of an earlier run")
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--release-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--skip", default="", help="comma-separated: search,pages,import,release")
     args = ap.parse_args()
     env = bench_env(BENCH_DB, MAST_VAR_DIR=str(REPO / "var" / "bench_corpus"))
@@ -382,7 +443,11 @@ def main() -> None:
     django_setup(env)
     if fresh:
         fill(args.traces, args.steps_per_trace)
-    top_up(20_000_000, args.steps_per_trace)
+    if not args.release_child:
+        top_up(20_000_000, args.steps_per_trace)
+    if args.release_child:
+        release_child()
+        return
     if args.build_only:
         return
     from django.contrib.auth import get_user_model
@@ -392,6 +457,7 @@ def main() -> None:
     client.force_login(get_user_model().objects.get(username="bench-manager"))
     skip = set(args.skip.split(","))
     if "search" not in skip:
+        plant_rare_words()
         searches(client, args.runs)
     if "pages" not in skip:
         pages(client, args.runs)

@@ -130,6 +130,14 @@ def self_cpu_seconds() -> float:
 
 
 def rss_mb() -> float:
+    """Peak RSS of this process: /proc's VmHWM (Linux), which starts again at exec; getrusage's
+    ru_maxrss is kept across exec, so a child of a large process would report its parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

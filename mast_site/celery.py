@@ -20,6 +20,7 @@ app.conf.imports = (
     "annotations.releases.tasks",
     "annotations.monitoring.tasks",
     "annotations.corpus.tasks",
+    "traces.search.tasks",
     "traces.live.tasks",
 )
 
@@ -31,6 +32,7 @@ SWEEPS = {
     "annotations.judge_sweep": {},
     "annotations.alerts_sweep": {},
     "annotations.behaviour_sweep": {},
+    "traces.search_index": {},
     "traces.live_assemble": {},
 }
 # A countdown message is delivered at once to one worker, which holds it (reserved, unacknowledged)
@@ -43,6 +45,7 @@ BACKSTOP_SWEEPS = {
     "annotations.judge_sweep": {"repeat": False},
     "annotations.alerts_sweep": {"repeat": False},  # alerts: evaluate the rules due (it has no chain)
     "annotations.behaviour_sweep": {"repeat": False},  # behaviour searches whose worker died
+    "traces.search_index": {"repeat": False},  # new steps into the corpus search's index
 }
 # Live traces whose quiet period is over are looked for more often (MAST_LIVE_SWEEP_SECONDS): the
 # lag from a trace's last span to it being listed is the quiet period plus up to this

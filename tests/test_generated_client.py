@@ -217,6 +217,9 @@ def test_every_operation_of_the_generated_client_works(
     call("projects_live_retrieve", slug)
     call("projects_live_flush_create", slug)
     call("projects_live_policy_retrieve", slug)
+    from traces.search.indexing import steps_index_pending
+
+    steps_index_pending()  # the workers' sweep would, within MAST_JOB_SWEEP_SECONDS
     found = call("projects_search_retrieve", slug, q="Planner").parsed
     assert found is not None
     made = call("projects_search_actions_create", slug, body=call.body("SearchActionInRequest", {

@@ -120,6 +120,7 @@ def result_as_dict(result: CorpusResult, *, slug: str) -> dict:
         "n_steps": result.n_steps,
         "n_traces": result.n_traces,
         "capped": result.capped,
+        "waiting": result.waiting,
         "page": result.page,
         "n_pages": result.n_pages,
         "facets": {

@@ -13,6 +13,7 @@ from annotations.corpus.services import search_code_apply, search_sample_apply
 from annotations.judge import demo_llm
 from annotations.judge.demo import CONNECTION, MODEL
 from annotations.models import BehaviourSearch, ProviderConnection, Round, RoundAnnotator
+from traces.search.indexing import steps_index_pending
 
 SEARCH = CorpusQuery(q="answer|result", mode="regex")
 BEHAVIOUR = "The agent states a final answer or result without checking it"
@@ -24,6 +25,7 @@ def seed(ctx) -> None:
     if BehaviourSearch.objects.filter(project=project).exists():
         ctx.say(f"Search: already seeded; try /p/{project.slug}/search/?{SEARCH.querystring()}")
         return
+    steps_index_pending()  # the demo's imports, searchable now (the workers would do it within seconds)
     result = corpus_search(user=manager, project=project, query=SEARCH)
     ctx.say(f"Search: the regular expression “{SEARCH.q}” finds {result.n_steps} steps in {result.n_traces} traces "
             f"(/p/{project.slug}/search/?{SEARCH.querystring()})")  # fmt: skip

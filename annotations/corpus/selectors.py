@@ -34,6 +34,7 @@ from annotations.analytics.selectors import AGREED, dashboard_sources, label_mat
 from annotations.corpus.query import MODES, CompiledQuery, QueryError, query_compile
 from annotations.models import Round
 from traces.models import Project, Step, Trace
+from traces.search.indexing import search_backlog
 from traces.viewer.selectors import trace_filter_choices
 
 HIT_CAP = 2_000  # matching steps a search reads (bench/bench_corpus.py: each costs a heap read)
@@ -180,6 +181,7 @@ class CorpusResult:
     n_pages: int
     facets: dict[str, list[tuple[str, int, int]]]  # name -> (value, steps, traces), most steps first
     trace_ids: list[int]  # every trace with a hit (newest first), under the cap
+    waiting: int = 0  # the project's traces with steps not searchable yet (just imported)
 
 
 def _label_trace_ids(*, user, project: Project, labels: tuple[LabelFilter, ...]) -> np.ndarray | None:
@@ -202,7 +204,7 @@ def _label_trace_ids(*, user, project: Project, labels: tuple[LabelFilter, ...])
 
 def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, ids: np.ndarray | None):
     """(steps' conditions, their parameters, traces' conditions, their parameters)."""
-    steps: list[str] = []
+    steps: list[str] = ["s.searchable"]  # the partial index's condition (traces/search/indexing.py)
     sp: list[Any] = []
     for pattern in compiled.patterns:
         steps.append("s.content ~* %s")
@@ -319,7 +321,9 @@ def corpus_search(*, user, project: Project, query: CorpusQuery, page: int = 1, 
         groups.append(TraceHits(tid, titles.get(tid, ""), first[4], first[5], first[6] or "unknown", len(steps),
                                 [StepHit(tid, r[1], r[2], r[3]) for r in steps[:HITS_PER_TRACE]]))  # fmt: skip
     _snippets(groups, compiled)
-    return CorpusResult(query, len(rows), len(trace_ids), capped, groups, page, n_pages, _facets(rows), trace_ids)
+    waiting = search_backlog(project=project)
+    return CorpusResult(query, len(rows), len(trace_ids), capped, groups, page, n_pages, _facets(rows), trace_ids,
+                        waiting)  # fmt: skip
 
 
 def _snippets(groups: list[TraceHits], compiled: CompiledQuery) -> None:

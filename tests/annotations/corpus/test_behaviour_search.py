@@ -19,6 +19,7 @@ from annotations.models import BehaviourHit, BehaviourSearch, ProviderConnection
 from tests.annotations.releases_factories import make_trace
 from tests.llm_server import LLMServer, Reply
 from traces.models import Step
+from traces.search.indexing import steps_index_pending
 
 pytestmark = pytest.mark.django_db
 
@@ -53,6 +54,7 @@ def traces(project):
     out = [with_steps(project, ["plan the work", say]) for say in SAYS]
     out.append(with_steps(project, ["MADE-UP evidence here", "nothing"]))
     out.append(with_steps(project, ["GARBLED answer follows", "x"]))
+    steps_index_pending()
     return out
 
 

@@ -18,6 +18,7 @@ from annotations.models import Annotation, AnnotationEvent, OpenCode, Round, Rou
 from tests.annotations.releases_factories import annotate, closed_round, decisions, human_rater, make_trace, other_rater
 from tests.annotations.rounds_factories import make_open_round
 from traces.models import Step
+from traces.search.indexing import steps_index_pending
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,7 @@ def with_steps(project, texts, **kw):
 
 @pytest.fixture
 def traces(project):
-    return [
+    made = [
         with_steps(
             project,
             ["plan the game", f"the verifier approved it without running tests ({i})"],
@@ -40,6 +41,8 @@ def traces(project):
         )  # fmt: skip
         for i in range(6)
     ] + [with_steps(project, ["nothing to see here"])]
+    steps_index_pending()
+    return made
 
 
 def ids(result) -> set[int]:
