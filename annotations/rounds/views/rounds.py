@@ -13,7 +13,6 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -252,8 +251,9 @@ def round_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     project, role = project_get_for_user(user=request.user, slug=slug)
     rnd = round_get(project=project, round_id=pk)
     access = round_access(user=request.user, round=rnd)
-    progress = round_progress(round=rnd, details=access.can_manage and access.can_see_report)
-    page = Paginator(progress.rows, 50).get_page(request.GET.get("page"))
+    details = access.can_manage and access.can_see_report
+    progress = round_progress(round=rnd, details=details, page=request.GET.get("page"))
+    page = progress.page
     my_traces = []
     if access.is_annotator and rnd.state in (Round.State.OPEN, Round.State.REVIEW):
 
