@@ -25,7 +25,7 @@ import numpy as np
 from django.contrib.postgres.aggregates import StringAgg
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, F, Max, Q, QuerySet, Subquery, TextField, Value
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
 from annotations.analytics.stats import Groups
@@ -117,8 +117,13 @@ class LabelMatrix:
 def dashboard_sources(*, user, project: Project) -> list[tuple[str, str]]:
     """Label sources the user may pick: agreed labels, then every rater with labels they may see."""
     visible = annotations_visible_to(user=user, project=project).filter(state=Annotation.State.SUBMITTED)
+    # one probe per rater (a few dozen), each stopping at its first visible annotation (LIMIT 1 keeps
+    # PostgreSQL from turning it into a join); an IN or EXISTS over the visible annotations read them
+    # all (150-500 ms for 140,000 at 1 M traces)
+    first = visible.filter(rater_id=OuterRef("pk")).order_by().values("pk")[:1]
     raters = (
-        Rater.objects.filter(id__in=visible.values("rater_id"))
+        Rater.objects.annotate(seen=Subquery(first))
+        .filter(seen__isnull=False)
         .order_by("kind", "name")
         .values_list("id", "name", "kind")
     )
