@@ -386,7 +386,9 @@ def import_rate(env: dict[str, str]) -> None:
     from traces.search.indexing import steps_index_pending
 
     print(f"\nimport with the step index present ({load()})")
-    subprocess.run([sys.executable, "bench/bench_import.py", "--into", "bench", "--db", BENCH_DB, "--reuse"],
+    seed = str(time.time_ns() % 1_000_000)  # records the project does not hold yet
+    subprocess.run([sys.executable, "bench/bench_import.py", "--into", "bench", "--db", BENCH_DB, "--reuse",
+                    "--seed", seed, "--out", f"/tmp/mast_bench_import_{seed}.json"],
                    cwd=REPO, env=env, check=False)  # fmt: skip
     with connection.cursor() as c:
         c.execute("SELECT count(*), coalesce(sum(length(content)), 0) FROM traces_step WHERE NOT searchable")
@@ -417,7 +419,7 @@ def release_child() -> None:
     manager = get_user_model().objects.get(username="bench-manager")
     t = time.perf_counter()
     rel = release_create(project=project, by=manager, enqueue=False, selection="filter",
-                         filters={"framework": FRAMEWORKS}, title=f"every trace {time.time_ns()}",
+                         filters={"mas_name": FRAMEWORKS}, title=f"every trace {time.time_ns()}",
                          options={"formats": ["jsonl"], "raters": True, "judge": True, "evidence": True,
                                   "trace_text": False})  # fmt: skip
     rel = release_build(release_id=rel.pk)

@@ -151,6 +151,7 @@ def main() -> None:
     ap.add_argument("--db", default=BENCH_DB, help="bench database name (several people bench at once)")
     ap.add_argument("--reuse", action="store_true", help="import into the existing database --db (its indexes and all)")
     ap.add_argument("--into", default="bench", help="the project's slug (made if missing)")
+    ap.add_argument("--seed", type=int, default=7, help="another seed: other records (for a project that has these)")
     ap.add_argument(
         "--compression", choices=["lz4", "pglz"], default="lz4", help="TOAST compression of the text (migrations: lz4)"
     )
@@ -163,7 +164,7 @@ def main() -> None:
     if args.no_build and out.exists():
         size = out.stat().st_size
     else:
-        size = build(out, args.records, args.mb)
+        size = build(out, args.records, args.mb, seed=args.seed)
         print(f"built {out}: {args.records} records, {size / 1024**2:.1f} MB in {time.perf_counter() - t:.1f} s")
 
     create_bench_db(env, reuse=args.reuse)
