@@ -252,25 +252,10 @@ _PLAN = (
 )
 
 
-PROBE_TRACES = 500  # the newest traces a search reads first, for words too common for the index
-
-
 def _matching_steps(where: tuple, cap: int) -> list[tuple]:
-    """(trace id, step index, agent, kind, framework, llm, outcome) of the matching steps, at most ``cap``.
-
-    First a probe: the steps of the newest ``PROBE_TRACES`` traces that pass the filters, each
-    rechecked (about 10,000 steps, tens of ms). A word common enough to fill the cap there is
-    answered from them: the trigram bitmap of a word in millions of steps costs seconds to build
-    (2 s at 20 M steps), and a capped answer then lists the newest traces' hits, as the page orders
-    them. Otherwise the index answers (``_PLAN``)."""
+    """(trace id, step index, agent, kind, framework, llm, outcome) of the matching steps, at most ``cap``."""
     steps, sp, traces, tp = where
     # the conditions are ours (_where); every value is a parameter
-    probe = (
-        "WITH t AS MATERIALIZED (SELECT t.id, t.mas_name, t.llm_name, t.outcome FROM traces_trace t "  # noqa: S608
-        f"WHERE {traces} ORDER BY t.id DESC LIMIT {PROBE_TRACES}) "
-        "SELECT s.trace_id, s.index, s.agent, s.kind, t.mas_name, t.llm_name, t.outcome "
-        f"FROM t JOIN traces_step s ON s.trace_id = t.id WHERE {steps} ORDER BY s.trace_id DESC, s.index LIMIT %s"
-    )
     sql = (
         "WITH m AS MATERIALIZED (SELECT s.trace_id, s.index, s.agent, s.kind FROM traces_step s "  # noqa: S608
         f"WHERE {steps}) "
@@ -279,13 +264,9 @@ def _matching_steps(where: tuple, cap: int) -> list[tuple]:
     )
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute(f"SET LOCAL statement_timeout = {int(SEARCH_TIMEOUT_MS)}")
+        for setting in _PLAN:
+            cur.execute(setting)
         try:
-            cur.execute(probe, [*tp, *sp, cap])
-            rows = cur.fetchall()
-            if len(rows) >= cap:
-                return rows
-            for setting in _PLAN:
-                cur.execute(setting)
             cur.execute(sql, [*sp, *tp, cap])
         except OperationalError as exc:
             if "statement timeout" in str(exc):
