@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import random
 import resource
 import statistics
@@ -34,7 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench_release import BENCHMARKS, FRAMEWORKS, LLMS, copy_rows  # bench/ is on sys.path
+from bench_large_project import load, pct  # bench/ is on sys.path
+from bench_release import BENCHMARKS, FRAMEWORKS, LLMS, copy_rows
 from benchdb import bench_env, create_bench_db, django_setup
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,16 +42,6 @@ BENCH_DB = "mast_bench_corpus"
 MAX_STEP_CHARS = 600
 LABELLED = 20_000
 JUDGED = 100_000
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load {one:.1f} {five:.1f} {fifteen:.1f} on {os.cpu_count()} cores"
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def real_pool(manager) -> list[tuple[str, str, str]]:
