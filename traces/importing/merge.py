@@ -36,28 +36,35 @@ class KnownTraces:
         self.project = project
         self.ids: dict[str, int | None] = {}  # content hash -> trace id (None: new in this import)
         self.identities: dict[str, set[Identity]] = {}
+        self.absent: set[str] = set()  # looked up, not stored
         self.pending: list[tuple[str, Identity, dict[str, Any]]] = []
+
+    def look_up(self, digests: list[str]) -> None:
+        """Find the stored traces (and their sources) of these content hashes in two queries. The
+        importer asks for a few hundred records at a time: one query a record was planned anew each
+        time (~1.2 ms on a 1,000,000-trace project, a fifth of an import's time)."""
+        todo = {d for d in digests if d not in self.identities and d not in self.absent}
+        if not todo:
+            return
+        found: dict[int, str] = {}
+        for pk, digest, *identity in (
+            Trace.objects.filter(project=self.project, content_hash__in=todo)
+            .order_by()
+            .values_list("id", "content_hash", "external_id", "mas_name", "llm_name", "benchmark")
+        ):
+            found[pk] = digest
+            self.ids[digest], self.identities[digest] = pk, {_identity(*identity)}
+        if found:
+            for tid, *identity in TraceSource.objects.filter(trace_id__in=found).values_list(
+                "trace_id", "external_id", "mas_name", "llm_name", "benchmark"
+            ):
+                self.identities[found[tid]].add(_identity(*identity))
+        self.absent |= todo - set(found.values())
 
     def _known(self, digest: str) -> set[Identity] | None:
         """The identities of the trace with this text (stored, or new in this import), else None."""
-        if digest in self.identities:
-            return self.identities[digest]
-        row = (
-            Trace.objects.filter(project=self.project, content_hash=digest)
-            .order_by()
-            .values_list("id", "external_id", "mas_name", "llm_name", "benchmark")
-            .first()
-        )
-        if row is None:
-            return None
-        pk, *identity = row
-        known = {_identity(*identity)}
-        for ext, mas, llm, bench in TraceSource.objects.filter(trace_id=pk).values_list(
-            "external_id", "mas_name", "llm_name", "benchmark"
-        ):
-            known.add(_identity(ext, mas, llm, bench))
-        self.ids[digest], self.identities[digest] = pk, known
-        return known
+        self.look_up([digest])
+        return self.identities.get(digest)
 
     def outcome(self, digest: str, parsed: ParsedTrace, extra: dict[str, Any]) -> str:
         """ "new", "merged" or "skipped"; remembers a new trace's or a merged source's identity."""

@@ -83,6 +83,9 @@ FORMAT_LABELS.update({f.name: f.title for f in formats()})
 
 _HEAD = 65536
 _PROGRESS_EVERY = 0.2  # seconds
+# records whose stored duplicates are looked up in one query: bounded by count and by their size in memory
+_LOOKUP_RECORDS = 256
+_LOOKUP_BYTES = 32 * 1024 * 1024
 
 
 def traces_import(
@@ -195,10 +198,41 @@ class _Run:
     def open(self, known: KnownTraces, writer: TraceWriter) -> None:
         self.known, self.writer = known, writer
 
-    def accept(self, parsed: ParsedTrace, title: str, extra: dict[str, Any], line: FileLine) -> None:
+    def accept_all(self, items: Iterator[_Item], line: FileLine) -> None:
+        """A file's records, in groups whose stored duplicates are looked up together (``look_up``)."""
+        group: list[_Prepared] = []
+        size = 0
+        try:
+            for parsed, title, extra in items:
+                digest, stats = prepare(parsed)
+                group.append((parsed, title, extra, digest, stats))
+                size += stats["size_bytes"]
+                if len(group) >= _LOOKUP_RECORDS or size >= _LOOKUP_BYTES:
+                    self.accept_group(group, line)
+                    group, size = [], 0
+        except TraceImportError:
+            self.accept_group(group, line)  # the records read before the refusal are counted, as one by one
+            raise
+        self.accept_group(group, line)
+
+    def accept_group(self, group: list[_Prepared], line: FileLine) -> None:
+        self.known.look_up([digest for _p, _t, _e, digest, _s in group])
+        for parsed, title, extra, digest, stats in group:
+            self.accept(parsed, title, extra, line, digest=digest, stats=stats)
+            self.report()
+
+    def accept(
+        self,
+        parsed: ParsedTrace,
+        title: str,
+        extra: dict[str, Any],
+        line: FileLine,
+        *,
+        digest: str,
+        stats: dict[str, Any],
+    ) -> None:
         """One parsed trace: counted on its file's line, written when new (and nothing was refused),
         handed to the hooks when already stored."""
-        digest, stats = prepare(parsed)
         title = clean_title(title)
         outcome = self.known.outcome(digest, parsed, extra)
         line.add(format=_format_label(parsed), steps=stats["n_steps"], agents=stats["agents"], outcome=outcome)
@@ -229,9 +263,7 @@ class _Run:
             broken: list[tuple[int, str]] | None = [] if self.import_rest else None
             try:
                 with contextlib.closing(_parse_source(source, format, state, broken)) as items:
-                    for parsed, title, extra in items:
-                        self.accept(parsed, title, extra, line)
-                        self.report()
+                    self.accept_all(items, line)
                 line.broken_lines = [{"line": n, "reason": why} for n, why in broken or ()]
             except TraceImportError as e:
                 line.status, line.reason = REFUSED, _reason(str(e), source.name)
@@ -308,6 +340,7 @@ def _format_label(parsed: ParsedTrace) -> str:
 
 
 _Item = tuple[ParsedTrace, str, dict[str, Any]]
+_Prepared = tuple[ParsedTrace, str, dict[str, Any], str, dict[str, Any]]  # and its content hash, statistics
 
 
 def _parse_source(

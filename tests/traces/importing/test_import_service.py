@@ -108,6 +108,29 @@ def test_reimport_skips_duplicates(project, demo_data):
     assert Trace.objects.filter(project=project).count() == 10
 
 
+def test_stored_duplicates_are_looked_up_a_group_of_records_at_a_time(project, tmp_path):
+    """600 records, the first 300 stored by an earlier import, one sent twice, one the same text under
+    another id: every outcome right, with one lookup query per group of records, not one per record."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def record(i, trace_id=None):
+        return {"mas_name": "AG2", "trace_id": trace_id or i, "trace": {"trajectory": f"run {i}: the agent answered"}}
+
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(json.dumps(record(i)) + "\n" for i in range(300)))
+    rows = [record(i) for i in range(600)] + [record(450), record(7, trace_id=9_007)]
+    second.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    traces_import(project=project, paths_or_files=[first])
+    with CaptureQueriesContext(connection) as ctx:
+        result = traces_import(project=project, paths_or_files=[second])
+
+    assert (result.imported, result.duplicates, result.merged) == (300, 301, 1)
+    assert Trace.objects.filter(project=project).count() == 600
+    lookups = [q["sql"] for q in ctx.captured_queries if '"traces_trace"."content_hash" ' in q["sql"]]
+    assert 1 <= len(lookups) <= 4, len(lookups)  # 602 records in groups of 256 (and the merged source's id)
+
+
 def test_the_same_trace_in_another_project_is_not_a_duplicate(project, demo_data):
     from tests.factories import ProjectFactory
 
