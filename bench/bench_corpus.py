@@ -243,6 +243,45 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     print(f"labels: {LABELLED:,} agreed traces, a judge on {len(ids):,}; built in {time.perf_counter() - t0:.0f} s")
 
 
+def judge_every_trace() -> None:
+    """A second judge ("bench-judge-all") with labels on every trace of the bench project, so that a
+    release of every trace holds a labelled record for each (COPY; idempotent: a database built
+    before this step gets it on its next run)."""
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotations.models import Rater
+    from traces.models import Project
+
+    if Rater.objects.filter(name="bench-judge-all").exists():
+        return
+    t0 = time.perf_counter()
+    project = Project.objects.get(slug="bench")
+    version = project.taxonomy_version
+    modes = list(version.modes.order_by("order", "code").values_list("id", flat=True))
+    judge = Rater.objects.create(kind="llm", name="bench-judge-all")
+    rng, now = random.Random(7), timezone.now()
+    with transaction.atomic():
+        cur = connection.connection.cursor()
+        cols = "trace_id rater_id taxonomy_version_id round_id state task_success notes revision source "
+        cols += "created_at updated_at submitted_at"
+        cur.execute("SELECT id FROM traces_trace WHERE project_id = %s ORDER BY id", [project.pk])
+        ids = [r[0] for r in cur.fetchall()]
+        row = (judge.pk, version.pk, None, "submitted", "unknown", "", 1, "{}", now, now, now)
+        copy_rows(cur, "annotations_annotation", cols.split(), ((t, *row) for t in ids))
+        cur.execute("SELECT id FROM annotations_annotation WHERE rater_id = %s", [judge.pk])
+        aids = [r[0] for r in cur.fetchall()]
+        label_cols = ["annotation_id", "mode_id", "decision", "evidence", "rationale", "confidence"]
+        decision = ("absent", "present")
+        copy_rows(cur, "annotations_modelabel", label_cols,
+                  ((a, m, decision[rng.random() < 0.1], "[]", "", None) for a in aids for m in modes))  # fmt: skip
+    with connection.cursor() as c:
+        c.execute("ANALYZE annotations_annotation")
+        c.execute("ANALYZE annotations_modelabel")
+    print(f"a second judge on every trace: {len(ids):,} annotations, {len(ids) * len(modes):,} labels in "
+          f"{time.perf_counter() - t0:.0f} s ({load()})")  # fmt: skip
+
+
 def time_get(client, path: str, runs: int) -> tuple[float, float, int, str]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -437,6 +476,7 @@ def main() -> None:
         fill(args.traces, args.steps_per_trace)
     if not args.release_child:
         top_up(20_000_000, args.steps_per_trace)
+        judge_every_trace()
     if args.release_child:
         release_child()
         return

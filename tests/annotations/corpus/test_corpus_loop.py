@@ -49,8 +49,22 @@ def ids(result) -> set[int]:
     return set(result.trace_ids)
 
 
+@pytest.fixture(params=["window", "index, few traces", "index, many traces"])
+def way(request, monkeypatch):
+    """The newest window holds the whole corpus; else the index, the label filter's traces looked
+    up by trace (a few) or as a filter on the index's candidates (many: selectors._FEW_TRACES)."""
+    from annotations.corpus import selectors
+
+    if request.param != "window":
+        monkeypatch.setattr(selectors, "WINDOW_BYTES", 1)
+        monkeypatch.setattr(selectors, "MORE_BYTES", 0)
+    if request.param == "index, many traces":
+        monkeypatch.setattr(selectors, "_FEW_TRACES", 0)
+    return request.param
+
+
 def test_label_filters_never_show_a_blind_raters_others_labels(project, mast_version, manager, annotator,
-                                                                 annotator2, traces):  # fmt: skip
+                                                                 annotator2, traces, way):  # fmt: skip
     a, b, c = traces[0], traces[1], traces[2]
     closed_round(project, mast_version, {a: {"1.1"}, b: set(), c: {"1.1"}})
     # a is labelled blind again now, by annotator and annotator2

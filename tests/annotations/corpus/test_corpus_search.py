@@ -103,8 +103,20 @@ QUERIES = [
 ]
 
 
+@pytest.fixture(params=["window", "window+index", "index"])
+def way(request, monkeypatch):
+    """Which way the steps are found (selectors._matching_steps): the demo corpus fits the newest
+    window whole; a window of one trace (then a second one) leaves the rest to the trigram index."""
+    from annotations.corpus import selectors
+
+    if request.param != "window":
+        monkeypatch.setattr(selectors, "WINDOW_BYTES", 1)
+        monkeypatch.setattr(selectors, "MORE_BYTES", 0 if request.param == "index" else 10**12)
+    return request.param
+
+
 @pytest.mark.parametrize("text,mode", QUERIES)
-def test_search_equals_a_scan_of_every_step(corpus, project, manager, text, mode):
+def test_search_equals_a_scan_of_every_step(corpus, project, manager, text, mode, way):
     query = CorpusQuery(q=text, mode=mode)
     pairs, result = found(manager, project, query)
     expected = brute(project, query)
@@ -139,7 +151,7 @@ def test_word_search_knows_word_edges(corpus, project, manager):
         {"date_from": dt.date.today() - dt.timedelta(days=2)},
     ],
 )
-def test_filters_equal_a_scan(corpus, project, manager, filters):
+def test_filters_equal_a_scan(corpus, project, manager, filters, way):
     for text, mode in (("approved", "words"), ("unit tests", "phrase"), ("task", "prefix")):
         query = CorpusQuery(q=text, mode=mode, **filters)
         result = corpus_search(user=manager, project=project, query=query)
@@ -263,7 +275,7 @@ def test_query_count_does_not_grow_with_the_hits(corpus, client, project, manage
             body = client.get(url, {"q": text, "mode": "prefix"}).json()
         counts.append(len(ctx.captured_queries))
         assert body["n_steps"] > 0
-    assert counts[0] == counts[1] <= 15, counts
+    assert counts[0] == counts[1] <= 14, counts
 
 
 def test_a_new_import_is_searchable_once_indexed_and_the_search_says_so(corpus, client, project, manager):
