@@ -12,7 +12,8 @@ Run: .venv/bin/python bench/bench_corpus.py [--traces 1000000] [--steps-per-trac
      two steps are equal; the trace's raw text is its steps joined. Loaded with COPY, the step index
      dropped during the load and built after it (timed: the disk it takes is printed);
    * a closed round of 20,000 traces with two raters and agreed labels, a judge on 100,000 traces,
-     and a draft round (the round page).
+     and a draft round (the round page); then a closed round "Every trace" with agreed labels on
+     every other trace (a release holds the traces with agreed labels: the release of every trace).
 2. Server time through Django's test client, --runs GETs each: the corpus search API for a word, a
    phrase, a prefix and regular expressions (each with how many steps it matches), with filters,
    the page; the trace list, the dashboard and the round page.
@@ -243,43 +244,42 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     print(f"labels: {LABELLED:,} agreed traces, a judge on {len(ids):,}; built in {time.perf_counter() - t0:.0f} s")
 
 
-def judge_every_trace() -> None:
-    """A second judge ("bench-judge-all") with labels on every trace of the bench project, so that a
-    release of every trace holds a labelled record for each (COPY; idempotent: a database built
-    before this step gets it on its next run)."""
+def agree_on_every_trace() -> None:
+    """A closed round over every trace not in the draft round, with agreed labels on all of them,
+    so that a release of every trace holds a record for each (a release holds the traces with agreed
+    labels). COPY; idempotent: a database built before this step gets it on its next run."""
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from annotations.models import Rater
+    from annotations.models import Round
     from traces.models import Project
 
-    if Rater.objects.filter(name="bench-judge-all").exists():
+    if Round.objects.filter(project__slug="bench", name="Every trace").exists():
         return
     t0 = time.perf_counter()
     project = Project.objects.get(slug="bench")
     version = project.taxonomy_version
     modes = list(version.modes.order_by("order", "code").values_list("id", flat=True))
-    judge = Rater.objects.create(kind="llm", name="bench-judge-all")
+    rnd = Round.objects.create(project=project, name="Every trace", taxonomy_version=version, state="closed",
+                               closed_at=timezone.now())  # fmt: skip
     rng, now = random.Random(7), timezone.now()
     with transaction.atomic():
         cur = connection.connection.cursor()
-        cols = "trace_id rater_id taxonomy_version_id round_id state task_success notes revision source "
-        cols += "created_at updated_at submitted_at"
-        cur.execute("SELECT id FROM traces_trace WHERE project_id = %s ORDER BY id", [project.pk])
+        cur.execute("SELECT id FROM traces_trace WHERE project_id = %s AND id NOT IN (SELECT trace_id FROM "
+                    "annotations_roundtrace rt JOIN annotations_round r ON r.id = rt.round_id WHERE r.state "
+                    "IN ('draft', 'open')) ORDER BY id", [project.pk])  # fmt: skip
         ids = [r[0] for r in cur.fetchall()]
-        row = (judge.pk, version.pk, None, "submitted", "unknown", "", 1, "{}", now, now, now)
-        copy_rows(cur, "annotations_annotation", cols.split(), ((t, *row) for t in ids))
-        cur.execute("SELECT id FROM annotations_annotation WHERE rater_id = %s", [judge.pk])
-        aids = [r[0] for r in cur.fetchall()]
-        label_cols = ["annotation_id", "mode_id", "decision", "evidence", "rationale", "confidence"]
+        copy_rows(cur, "annotations_roundtrace", ["round_id", "trace_id", "order"],
+                  ((rnd.pk, t, i) for i, t in enumerate(ids)))  # fmt: skip
         decision = ("absent", "present")
-        copy_rows(cur, "annotations_modelabel", label_cols,
-                  ((a, m, decision[rng.random() < 0.1], "[]", "", None) for a in aids for m in modes))  # fmt: skip
+        cols = ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"]
+        rows = ((rnd.pk, t, m, decision[rng.random() < 0.1], "adjudicated", "", now) for t in ids for m in modes)
+        copy_rows(cur, "annotations_adjudication", cols, rows)
     with connection.cursor() as c:
-        c.execute("ANALYZE annotations_annotation")
-        c.execute("ANALYZE annotations_modelabel")
-    print(f"a second judge on every trace: {len(ids):,} annotations, {len(ids) * len(modes):,} labels in "
-          f"{time.perf_counter() - t0:.0f} s ({load()})")  # fmt: skip
+        c.execute("ANALYZE annotations_roundtrace")
+        c.execute("ANALYZE annotations_adjudication")
+    print(f"agreed labels on every trace: a closed round of {len(ids):,} traces, {len(ids) * len(modes):,} "
+          f"adjudications in {time.perf_counter() - t0:.0f} s ({load()})")  # fmt: skip
 
 
 def time_get(client, path: str, runs: int) -> tuple[float, float, int, str]:
@@ -476,7 +476,7 @@ def main() -> None:
         fill(args.traces, args.steps_per_trace)
     if not args.release_child:
         top_up(20_000_000, args.steps_per_trace)
-        judge_every_trace()
+        agree_on_every_trace()
     if args.release_child:
         release_child()
         return
