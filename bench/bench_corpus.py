@@ -302,13 +302,13 @@ def time_get(client, path: str, runs: int) -> tuple[float, float, int, str]:
     return statistics.median(times), pct(times, 0.95), len(ctx.captured_queries), extra
 
 
-RARE = {"quokkafix": 20, "zephyrlint": 200, "marmotcache": 2_000}
+RARE = {"quokkafix": 20, "zephyrlint": 200, "marmotcache": 2_000, "otterqueue": 20_000, "lynxbatch": 200_000}
 
 
 def plant_rare_words() -> None:
-    """A long tail: three made-up words appended to 20, 200 and 2,000 random steps (a real corpus
-    has words of every rarity; this one repeats a few thousand real steps, so each of its own words
-    is in ~9,000 steps or more). Idempotent."""
+    """Words of every rarity: made-up words appended to 20, 200, 2,000, 20,000 and 200,000 random
+    steps (a real corpus has words of every rarity; this one repeats a few thousand real steps, so
+    each of its own words is in ~9,000 steps or more). Idempotent."""
     from django.db import connection, transaction
 
     rng = random.Random(99)

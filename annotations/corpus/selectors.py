@@ -258,13 +258,14 @@ def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, ids
 # Under the cap both give every match, so the answer is the same either way (the tests compare it
 # with a scan); over it, the steps read are the newest the window holds, then the index's first.
 WINDOW_BYTES = 4 * 1024**2
-MORE_BYTES = 24 * 1024**2
+MORE_BYTES = 40 * 1024**2
 _WINDOW_TRACES = 20_000  # at most in a window (of tiny traces)
 _PLAN = (
     "SET LOCAL enable_seqscan = off",
     "SET LOCAL enable_hashjoin = off",
     "SET LOCAL enable_mergejoin = off",
     "SET LOCAL work_mem = '64MB'",
+    "SET LOCAL max_parallel_workers_per_gather = 0",  # 2 cores: workers cost more than they bring here
 )
 _COLUMNS = "s.trace_id, s.index, s.agent, s.kind, t.mas_name, t.llm_name, t.outcome"
 
@@ -295,7 +296,7 @@ def _scan(cur, where: tuple, lo: int, hi: int | None, limit: int) -> list[tuple]
     steps, sp, traces, tp = where
     cur.execute(
         f"SELECT {_COLUMNS} FROM traces_trace t JOIN traces_step s ON s.trace_id = t.id "  # noqa: S608
-        f"WHERE t.id >= %s AND t.id < %s AND {traces} AND {steps} ORDER BY t.id DESC LIMIT %s",
+        f"WHERE s.trace_id >= %s AND s.trace_id < %s AND {traces} AND {steps} ORDER BY s.trace_id DESC LIMIT %s",
         [lo, hi if hi is not None else 2**62, *tp, *sp, limit],
     )
     return cur.fetchall()
