@@ -28,10 +28,18 @@ from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.utils import OperationalError
 
-from annotations.analytics.selectors import AGREED, dashboard_sources, label_matrix_cached
+from annotations.analytics.selectors import (
+    AGREED,
+    MATRIX_SECONDS,
+    dashboard_sources,
+    label_matrix_cached,
+    labels_fingerprint,
+    project_trace_facts,
+)
 from annotations.corpus.query import MODES, CompiledQuery, QueryError, query_compile
 from annotations.models import Round
 from traces.models import Project, Step, Trace
@@ -187,24 +195,31 @@ class CorpusResult:
 
 
 def _label_trace_ids(*, user, project: Project, labels: tuple[LabelFilter, ...]) -> np.ndarray | None:
-    """The traces every label filter keeps, through the label matrix (the blind rule applied)."""
+    """The traces every label filter keeps, through the label matrix (the blind rule applied). Each
+    filter's traces are cached under the matrix's own key (``labels_fingerprint``: a new key after
+    any label, trace or visibility change), so a search does not unpickle a million-row matrix."""
     if not labels:
         return None
     allowed = {value for value, _ in dashboard_sources(user=user, project=project)}
+    facts = project_trace_facts(project=project)
     keep: np.ndarray | None = None
     for f in labels:
         if f.source not in allowed:
             raise QueryError(f"label: no label source {f.source[:40]!r} you may see.")
-        M = label_matrix_cached(user=user, project=project, source=f.source)
-        if f.code not in M.codes:
-            raise QueryError(f"label: no mode {f.code[:20]!r} in {project.taxonomy_version}.")
-        column = M.X[:, M.codes.index(f.code)]
-        ids = M.trace_ids[column == (1 if f.present else 0)]
+        fingerprint = labels_fingerprint(user=user, project=project, source=f.source, facts_of_traces=facts)
+        key = f"mast:corpus-label-traces:{fingerprint}:{f.code}:{int(f.present)}"
+        ids = cache.get(key)
+        if ids is None:
+            M = label_matrix_cached(user=user, project=project, source=f.source, facts=facts, fingerprint=fingerprint)
+            if f.code not in M.codes:
+                raise QueryError(f"label: no mode {f.code[:20]!r} in {project.taxonomy_version}.")
+            ids = M.trace_ids[M.X[:, M.codes.index(f.code)] == (1 if f.present else 0)]
+            cache.set(key, ids, MATRIX_SECONDS)
         keep = ids if keep is None else np.intersect1d(keep, ids)
     return keep
 
 
-def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, ids: np.ndarray | None):
+def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project):
     """(steps' conditions, their parameters, traces' conditions, their parameters)."""
     steps: list[str] = ["s.searchable"]  # the partial index's condition (traces/search/indexing.py)
     sp: list[Any] = []
@@ -215,11 +230,6 @@ def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, ids
         if value:
             steps.append(f"{column} = %s")
             sp.append(value)
-    if ids is not None:
-        # a few traces: their steps may be read by trace (step_unique_index); many: a filter on the
-        # index's candidates (probing 90,000 traces' steps took ~0.8 s at 20 M steps)
-        steps.append("s.trace_id = ANY(%s)" if len(ids) <= _FEW_TRACES else "(s.trace_id + 0) = ANY(%s)")
-        sp.append([int(i) for i in ids])
     if query.round:
         steps.append("s.trace_id IN (SELECT trace_id FROM annotations_roundtrace WHERE round_id = %s)")
         sp.append(query.round)
@@ -291,6 +301,20 @@ def _window(cur, project_id: int, nbytes: float, below: int | None) -> tuple[int
     return lo, False
 
 
+def _traces_kept(where: tuple, ids: np.ndarray | None, lo: int, hi: int | None) -> tuple:
+    """``where`` and the label filters' traces between ``lo`` and ``hi`` (sent as a typed array: an
+    untyped one is compared element by element, a bigint[] by a hash; only the part a query's
+    traces can hold: 100,000 ids are ~700 KB to send and parse). A few traces: their steps may be
+    read by trace (step_unique_index); many: a filter on the candidates (probing 90,000 traces'
+    steps took ~0.8 s at 20 M steps)."""
+    steps, sp, traces, tp = where
+    if ids is None:
+        return where
+    part = ids[(ids >= lo) & (ids < (hi if hi is not None else 2**62))]
+    column = "s.trace_id" if len(part) <= _FEW_TRACES else "(s.trace_id + 0)"
+    return f"{steps} AND {column} = ANY(%s::bigint[])", [*sp, part.tolist()], traces, tp
+
+
 def _scan(cur, where: tuple, lo: int, hi: int | None, limit: int) -> list[tuple]:
     """The matching steps of the traces ``lo <= id < hi``, read step by step (bitmaps are off)."""
     steps, sp, traces, tp = where
@@ -316,7 +340,7 @@ def _indexed(cur, where: tuple, below: int | None, limit: int) -> list[tuple]:
     return cur.fetchall()
 
 
-def _matching_steps(where: tuple, cap: int, project_id: int) -> list[tuple]:
+def _matching_steps(where: tuple, ids: np.ndarray | None, cap: int, project_id: int) -> list[tuple]:
     """(trace id, step index, agent, kind, framework, llm, outcome) of the matching steps, at most
     ``cap``: the newest window's first, then (when the cap is not reached) the index's."""
     with transaction.atomic(), connection.cursor() as cur:
@@ -327,17 +351,17 @@ def _matching_steps(where: tuple, cap: int, project_id: int) -> list[tuple]:
             lo, last = _window(cur, project_id, WINDOW_BYTES, None)
             if lo is None:
                 return []
-            rows = _scan(cur, where, lo, None, cap)
+            rows = _scan(cur, _traces_kept(where, ids, lo, None), lo, None, cap)
             if not last and 0 < len(rows) < cap:
                 # the first window's share of hits predicts how far the cap is
                 more = (cap - len(rows)) * WINDOW_BYTES / len(rows) * 1.25
                 if more <= MORE_BYTES:
                     lo2, last = _window(cur, project_id, more, lo)
                     if lo2 is not None:
-                        rows += _scan(cur, where, lo2, lo, cap - len(rows))
+                        rows += _scan(cur, _traces_kept(where, ids, lo2, lo), lo2, lo, cap - len(rows))
                         lo = lo2
             if not last and len(rows) < cap:
-                rows += _indexed(cur, where, lo, cap - len(rows))
+                rows += _indexed(cur, _traces_kept(where, ids, 0, lo), lo, cap - len(rows))
         except OperationalError as exc:
             if "statement timeout" in str(exc):
                 raise QueryError(
@@ -373,7 +397,7 @@ def corpus_search(*, user, project: Project, query: CorpusQuery, page: int = 1, 
     if ids is not None and not len(ids):
         rows: list[tuple] = []
     else:
-        rows = _matching_steps(_where(query, compiled, project=project, ids=ids), cap + 1, project.pk)
+        rows = _matching_steps(_where(query, compiled, project=project), ids, cap + 1, project.pk)
     capped = len(rows) > cap
     rows = rows[:cap]
     per_trace: dict[int, list[tuple]] = defaultdict(list)

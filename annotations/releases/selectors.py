@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 from django.db import connection
-from django.db.models import Count, Max, Q, QuerySet, TextField
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from annotations.labels.visibility import blind_round_traces, open_round_traces
@@ -104,10 +104,15 @@ def release_traces(
 
     The blind rule: traces in a draft or open round are left out whatever the selection, because
     a release is shared (members may download it) and would show the judge's and earlier raters'
-    labels of traces someone is labelling blind. ``release_withheld`` says which and why."""
+    labels of traces someone is labelling blind. ``release_withheld`` says which and why; the build
+    (``release_records``) applies the same rule chunk by chunk."""
     return _selected_traces(
         project=project, selection=selection, round=round, filters=filters, majority=majority
-    ).exclude(id__in=open_round_traces(project=project).values("trace_id"))
+    ).exclude(
+        # NOT EXISTS (an anti-join), not NOT IN: the planner cannot hash a NOT IN over a round of a
+        # million traces and ran it as a loop per trace (1.5 s a chunk of 5,000 at 1,000,000 traces)
+        Exists(open_round_traces(project=project).filter(trace_id=OuterRef("pk")))
+    )
 
 
 def release_withheld(*, spec: ReleaseSpec) -> dict[str, Any]:
@@ -416,15 +421,24 @@ def release_records(
     *, spec: ReleaseSpec, stats: ReleaseStats, mapper: VersionMapper, progress: Callable[[int], None] | None = None
 ) -> Iterator[dict[str, Any]]:
     """Yield one MAST-Data-shaped record per trace of the release, in trace id order."""
-    traces = release_traces(
+    # The blind rule per chunk (the traces of draft and open rounds in its id range, left out here):
+    # the selection with release_traces' exclusion in SQL re-read the open rounds' traces for every
+    # chunk (an anti-join from their first trace: ~0.3 s a chunk, a minute at 1,000,000 traces).
+    traces = _selected_traces(
         project=spec.project, selection=spec.selection, round=spec.round, filters=spec.filters, majority=spec.majority
     )
+    blind_rows = open_round_traces(project=spec.project)
     # with the text, raw text is fetched in byte-bounded batches, not with the chunk
     fields = [*_RECORD_FIELDS, "size_bytes"] if spec.trace_text else _RECORD_FIELDS
     r = _Records(spec=spec, stats=stats, mapper=mapper)
     done = last_id = 0
     while chunk := list(traces.filter(id__gt=last_id).order_by("id").values(*fields)[:CHUNK]):
-        last_id = chunk[-1]["id"]
+        first_id, last_id = chunk[0]["id"], chunk[-1]["id"]
+        blind = set(blind_rows.filter(trace_id__gte=first_id, trace_id__lte=last_id).values_list("trace_id", flat=True))
+        if blind:
+            chunk = [t for t in chunk if t["id"] not in blind]
+            if not chunk:
+                continue
         ids = [t["id"] for t in chunk]
         chunk_ids = set(ids)
         agreed = r.agreed(ids, chunk_ids)

@@ -218,7 +218,7 @@ def test_the_trigram_index_serves_the_search(corpus, project, manager):
     from annotations.corpus import selectors
 
     query = CorpusQuery(q="approved")
-    steps, sp, traces, tp = selectors._where(query, query.compiled(), project=project, ids=None)
+    steps, sp, traces, tp = selectors._where(query, query.compiled(), project=project)
     with connection.cursor() as cur:
         cur.execute("BEGIN")
         for setting in selectors._PLAN:
