@@ -54,12 +54,17 @@ def agreed_adjudications(
     taxonomy_version: TaxonomyVersion | None = None,
     trace_ids: Iterable[int] | None = None,
 ) -> QuerySet[Adjudication]:
-    """The Adjudication rows behind the agreed labels: those of the project's closed rounds."""
-    qs = Adjudication.objects.filter(round__project=project, round__state=Round.State.CLOSED)
+    """The Adjudication rows behind the agreed labels: those of the project's closed rounds (as
+    they are when called). The rounds are looked up first and passed as a list of ids, not joined:
+    with the join, a plan read every adjudication of the project by round to keep one chunk of
+    traces (1.5 s a chunk of 5,000 at 14 M adjudications; the rounds' statistics lag behind a new
+    round); by the list, (round, trace) on the unique index reads only the chunk's rows."""
+    rounds = Round.objects.filter(project=project, state=Round.State.CLOSED)
     if round is not None:
-        qs = qs.filter(round=round)
+        rounds = rounds.filter(pk=round.pk)
     if taxonomy_version is not None:
-        qs = qs.filter(round__taxonomy_version=taxonomy_version)
+        rounds = rounds.filter(taxonomy_version=taxonomy_version)
+    qs = Adjudication.objects.filter(round_id__in=list(rounds.values_list("pk", flat=True)))
     if trace_ids is not None:
         qs = qs.filter(trace_id__in=list(trace_ids))
     return qs
