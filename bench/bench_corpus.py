@@ -9,8 +9,8 @@ Run: .venv/bin/python bench/bench_corpus.py [--traces 1000000] [--steps-per-trac
    * the project "bench": --traces traces (seven frameworks, three LLMs, four benchmarks, import
      dates over a year) of mean-14 to mean+14 steps (mean --steps-per-trace), each step a real step of the pool
      (agent, kind and text; cut to at most 600 characters) with the trace's number in it, so no
-     two steps are equal; the trace's raw text is its steps joined. Loaded with COPY, the step index
-     dropped during the load and built after it (timed: the disk it takes is printed);
+     two steps are equal; the trace's raw text is its steps joined. Loaded with COPY, the step indexes
+     dropped during the load and built after it (timed: the disk they take is printed);
    * a closed round of 20,000 traces with two raters and agreed labels, a judge on 100,000 traces,
      and a draft round (the round page); then a closed round "Every trace" with agreed labels on
      every other trace (a release holds the traces with agreed labels: the release of every trace).
@@ -185,18 +185,23 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     rng = random.Random(seed)
     now = timezone.now()
     t0 = time.perf_counter()
-    with connection.cursor() as c:
-        c.execute("DROP INDEX IF EXISTS step_content_trgm")  # built after the load (the migration builds it)
+    with connection.cursor() as c:  # the step indexes are built after the load (the migrations build them)
+        c.execute("DROP INDEX IF EXISTS step_content_trgm")
+        c.execute("DROP INDEX IF EXISTS step_words_gin")
     n_steps_total = load_traces(project, pool, 0, n_traces, mean_steps, rng, t0)
     print(f"loaded {n_traces:,} traces and {n_steps_total:,} steps in {time.perf_counter() - t0:.0f} s ({load()})")
     t1 = time.perf_counter()
     with connection.cursor() as c:
         c.execute("SET maintenance_work_mem = '2GB'")
         c.execute("CREATE INDEX step_content_trgm ON traces_step USING gin (content gin_trgm_ops) WHERE searchable")
+        t2 = time.perf_counter()
+        c.execute("CREATE INDEX step_words_gin ON traces_step USING gin (step_words(content)) WHERE searchable IS TRUE")
         c.execute("SELECT pg_size_pretty(pg_relation_size('step_content_trgm')), "
+                  "pg_size_pretty(pg_relation_size('step_words_gin')), "
                   "pg_size_pretty(pg_total_relation_size('traces_step'))")  # fmt: skip
-        idx, steps = c.fetchone()
-    print(f"step index built in {time.perf_counter() - t1:.0f} s: {idx} (steps with their TOAST and indexes: {steps})")
+        trgm, words, steps = c.fetchone()
+    print(f"step indexes built: trigrams in {t2 - t1:.0f} s, {trgm}; words in {time.perf_counter() - t2:.0f} s, "
+          f"{words} (steps with their TOAST and indexes: {steps})")  # fmt: skip
 
     # labels: a closed round of LABELLED traces (two raters, agreed labels), a judge on JUDGED traces
     version = project.taxonomy_version

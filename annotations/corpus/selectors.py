@@ -219,12 +219,34 @@ def _label_trace_ids(*, user, project: Project, labels: tuple[LabelFilter, ...])
     return keep
 
 
-def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project):
-    """(steps' conditions, their parameters, traces' conditions, their parameters)."""
-    steps: list[str] = ["s.searchable"]  # the partial index's condition (traces/search/indexing.py)
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_]{1,100}")
+
+
+def _word_lookup(compiled: CompiledQuery) -> str | None:
+    """The words a words or phrase search can look up in the word index (``traces`` migration
+    0019), or None. Every step matching ``\\mword\\M`` holds the word among its ``step_words``
+    (both lower-cased and split by PostgreSQL the same way), so the index's steps are a superset
+    that the regex then narrows. Only the words that are certainly keys of their own (plain ASCII
+    letters, digits, underscores; 1-100 of them: lower-casing elsewhere is the locale's, and could
+    differ from how the regex ignores case); without one, None (an empty lookup matches every step)."""
+    if compiled.mode not in ("words", "phrase"):
+        return None
+    plain = [w for w in re.findall(r"\w+", compiled.text) if _PLAIN_WORD.fullmatch(w)]
+    return " ".join(plain) or None
+
+
+def _where(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, words: str | None = None):
+    """(steps' conditions, their parameters, traces' conditions, their parameters). With ``words``,
+    the steps come from the word index and the regex only rechecks them (written so that the
+    trigram index cannot serve it: ``content || ''``)."""
+    # the partial indexes' conditions (traces/search/indexing.py; the word index's is "IS TRUE")
+    steps: list[str] = ["s.searchable" if words is None else "s.searchable IS TRUE"]
     sp: list[Any] = []
+    if words is not None:
+        steps.append("step_words(s.content) @> step_words(%s)")
+        sp.append(words)
     for pattern in compiled.patterns:
-        steps.append("s.content ~* %s")
+        steps.append("s.content ~* %s" if words is None else "(s.content || '') ~* %s")
         sp.append(pattern)
     for column, value in (("s.agent", query.agent), ("s.kind", query.kind)):
         if value:
@@ -340,7 +362,7 @@ def _indexed(cur, where: tuple, below: int | None, limit: int) -> list[tuple]:
     return cur.fetchall()
 
 
-def _matching_steps(where: tuple, ids: np.ndarray | None, cap: int, project_id: int) -> list[tuple]:
+def _matching_steps(where: tuple, indexed: tuple, ids: np.ndarray | None, cap: int, project_id: int) -> list[tuple]:
     """(trace id, step index, agent, kind, framework, llm, outcome) of the matching steps, at most
     ``cap``: the newest window's first, then (when the cap is not reached) the index's."""
     with transaction.atomic(), connection.cursor() as cur:
@@ -361,7 +383,7 @@ def _matching_steps(where: tuple, ids: np.ndarray | None, cap: int, project_id: 
                         rows += _scan(cur, _traces_kept(where, ids, lo2, lo), lo2, lo, cap - len(rows))
                         lo = lo2
             if not last and len(rows) < cap:
-                rows += _indexed(cur, _traces_kept(where, ids, 0, lo), lo, cap - len(rows))
+                rows += _indexed(cur, _traces_kept(indexed, ids, 0, lo), lo, cap - len(rows))
         except OperationalError as exc:
             if "statement timeout" in str(exc):
                 raise QueryError(
@@ -397,7 +419,10 @@ def corpus_search(*, user, project: Project, query: CorpusQuery, page: int = 1, 
     if ids is not None and not len(ids):
         rows: list[tuple] = []
     else:
-        rows = _matching_steps(_where(query, compiled, project=project), ids, cap + 1, project.pk)
+        where = _where(query, compiled, project=project)
+        words = _word_lookup(compiled)
+        indexed = where if words is None else _where(query, compiled, project=project, words=words)
+        rows = _matching_steps(where, indexed, ids, cap + 1, project.pk)
     capped = len(rows) > cap
     rows = rows[:cap]
     per_trace: dict[int, list[tuple]] = defaultdict(list)

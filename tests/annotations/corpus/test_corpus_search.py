@@ -213,12 +213,19 @@ def test_required_literal():
     assert required_literal("(abc)?d") == 1
 
 
-def test_the_trigram_index_serves_the_search(corpus, project, manager):
-    """The plan the search runs reads the step index, never every step of the project."""
+@pytest.mark.parametrize(
+    "text,mode,index",
+    [("approved", "words", "step_words_gin"), ("unit tests", "phrase", "step_words_gin"),
+     ("verif", "prefix", "step_content_trgm"), ("def \\w+_game", "regex", "step_content_trgm")],
+)  # fmt: skip
+def test_an_index_serves_the_search(corpus, project, manager, text, mode, index):
+    """The plan of the search's index part reads the word index (words, phrases) or the trigram
+    index (prefixes, regexes), never every step of the project."""
     from annotations.corpus import selectors
 
-    query = CorpusQuery(q="approved")
-    steps, sp, traces, tp = selectors._where(query, query.compiled(), project=project)
+    query = CorpusQuery(q=text, mode=mode)
+    compiled = query.compiled()
+    steps, sp, traces, tp = selectors._where(query, compiled, project=project, words=selectors._word_lookup(compiled))
     with connection.cursor() as cur:
         cur.execute("BEGIN")
         for setting in selectors._PLAN:
@@ -228,7 +235,9 @@ def test_the_trigram_index_serves_the_search(corpus, project, manager):
         cur.execute(sql, [*sp, *tp])
         plan = "\n".join(r[0] for r in cur.fetchall())
         cur.execute("ROLLBACK")
-    assert "Bitmap Index Scan on step_content_trgm" in plan
+    assert f"Bitmap Index Scan on {index}" in plan, plan
+    other = {"step_words_gin", "step_content_trgm"} - {index}
+    assert f"Bitmap Index Scan on {other.pop()}" not in plan, plan  # one index, not both intersected
     assert "Seq Scan on traces_step" not in plan and "step_unique_index" not in plan
 
 
