@@ -52,14 +52,14 @@ def ids(result) -> set[int]:
 @pytest.fixture(params=["window", "index, few traces", "index, many traces"])
 def way(request, monkeypatch):
     """The newest window holds the whole corpus; else the index, the label filter's traces looked
-    up by trace (a few) or as a filter on the index's candidates (many: selectors._FEW_TRACES)."""
-    from annotations.corpus import selectors
+    up by trace (a few) or as a filter on the index's candidates (many: finding.FEW_TRACES)."""
+    from annotations.corpus import finding
 
     if request.param != "window":
-        monkeypatch.setattr(selectors, "WINDOW_BYTES", 1)
-        monkeypatch.setattr(selectors, "MORE_BYTES", 0)
+        monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
+        monkeypatch.setattr(finding, "MORE_BYTES", 0)
     if request.param == "index, many traces":
-        monkeypatch.setattr(selectors, "_FEW_TRACES", 0)
+        monkeypatch.setattr(finding, "FEW_TRACES", 0)
     return request.param
 
 

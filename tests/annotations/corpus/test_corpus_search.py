@@ -105,13 +105,13 @@ QUERIES = [
 
 @pytest.fixture(params=["window", "window+index", "index"])
 def way(request, monkeypatch):
-    """Which way the steps are found (selectors._matching_steps): the demo corpus fits the newest
+    """Which way the steps are found (finding.matching_steps): the demo corpus fits the newest
     window whole; a window of one trace (then a second one) leaves the rest to the trigram index."""
-    from annotations.corpus import selectors
+    from annotations.corpus import finding
 
     if request.param != "window":
-        monkeypatch.setattr(selectors, "WINDOW_BYTES", 1)
-        monkeypatch.setattr(selectors, "MORE_BYTES", 0 if request.param == "index" else 10**12)
+        monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
+        monkeypatch.setattr(finding, "MORE_BYTES", 0 if request.param == "index" else 10**12)
     return request.param
 
 
@@ -221,14 +221,14 @@ def test_required_literal():
 def test_an_index_serves_the_search(corpus, project, manager, text, mode, index):
     """The plan of the search's index part reads the word index (words, phrases) or the trigram
     index (prefixes, regexes), never every step of the project."""
-    from annotations.corpus import selectors
+    from annotations.corpus import finding
 
     query = CorpusQuery(q=text, mode=mode)
     compiled = query.compiled()
-    steps, sp, traces, tp = selectors._where(query, compiled, project=project, words=selectors._word_lookup(compiled))
+    steps, sp, traces, tp = finding.conditions(query, compiled, project=project, words=finding.word_lookup(compiled))
     with connection.cursor() as cur:
         cur.execute("BEGIN")
-        for setting in selectors._PLAN:
+        for setting in finding.PLAN:
             cur.execute(setting)
         sql = f"EXPLAIN WITH m AS MATERIALIZED (SELECT s.trace_id FROM traces_step s WHERE {steps}) "  # noqa: S608
         sql += f"SELECT * FROM m JOIN traces_trace t ON t.id = m.trace_id WHERE {traces}"  # noqa: S608

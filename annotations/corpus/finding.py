@@ -1,0 +1,208 @@
+"""How a corpus search finds its matching steps (``selectors.corpus_search`` groups and shows them).
+
+Two ways, newest traces first, then an index; the word index (``traces`` migration 0019) for words
+and phrases, the trigram index for prefixes and regular expressions. The plan is pinned: every
+setting and why is beside ``PLAN`` and ``matching_steps``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from django.db import connection, transaction
+from django.db.utils import OperationalError
+
+from annotations.corpus.query import CompiledQuery, QueryError
+from traces.models import Project
+
+if TYPE_CHECKING:
+    from annotations.corpus.selectors import CorpusQuery
+
+SEARCH_TIMEOUT_MS = 20_000
+FEW_TRACES = 1_000  # label filters keeping more traces are a filter, not an index lookup
+
+
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_]{1,100}")
+
+
+def word_lookup(compiled: CompiledQuery) -> str | None:
+    """The words a words or phrase search can look up in the word index (``traces`` migration
+    0019), or None. Every step matching ``\\mword\\M`` holds the word among its ``step_words``
+    (both lower-cased and split by PostgreSQL the same way), so the index's steps are a superset
+    that the regex then narrows. Only the words that are certainly keys of their own (plain ASCII
+    letters, digits, underscores; 1-100 of them: lower-casing elsewhere is the locale's, and could
+    differ from how the regex ignores case); without one, None (an empty lookup matches every step)."""
+    if compiled.mode not in ("words", "phrase"):
+        return None
+    plain = [w for w in re.findall(r"\w+", compiled.text) if _PLAIN_WORD.fullmatch(w)]
+    return " ".join(plain) or None
+
+
+def conditions(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, words: str | None = None):
+    """(steps' conditions, their parameters, traces' conditions, their parameters). With ``words``,
+    the steps come from the word index and the regex only rechecks them (written so that the
+    trigram index cannot serve it: ``content || ''``)."""
+    # the partial indexes' conditions (traces/search/indexing.py; the word index's is "IS TRUE")
+    steps: list[str] = ["s.searchable" if words is None else "s.searchable IS TRUE"]
+    sp: list[Any] = []
+    if words is not None:
+        steps.append("step_words(s.content) @> step_words(%s)")
+        sp.append(words)
+    for pattern in compiled.patterns:
+        steps.append("s.content ~* %s" if words is None else "(s.content || '') ~* %s")
+        sp.append(pattern)
+    for column, value in (("s.agent", query.agent), ("s.kind", query.kind)):
+        if value:
+            steps.append(f"{column} = %s")
+            sp.append(value)
+    if query.round:
+        steps.append("s.trace_id IN (SELECT trace_id FROM annotations_roundtrace WHERE round_id = %s)")
+        sp.append(query.round)
+    traces: list[str] = ["t.project_id = %s"]
+    tp: list[Any] = [project.pk]
+    for column, value in (("t.mas_name", query.framework), ("t.llm_name", query.llm)):
+        if value:
+            traces.append(f"{column} = %s")
+            tp.append(value)
+    if query.outcome:
+        traces.append("t.outcome = %s")
+        tp.append("" if query.outcome == "unknown" else query.outcome)
+    if query.date_from:
+        traces.append("t.imported_at >= %s")
+        tp.append(dt.datetime.combine(query.date_from, dt.time.min, tzinfo=dt.UTC))
+    if query.date_to:
+        traces.append("t.imported_at < %s")
+        tp.append(dt.datetime.combine(query.date_to + dt.timedelta(days=1), dt.time.min, tzinfo=dt.UTC))
+    return " AND ".join(steps), sp, " AND ".join(traces), tp
+
+
+# Two ways to find the matching steps, newest traces first:
+#
+# 1. The newest traces' steps, read one by one (``_scan``; a window of ``WINDOW_BYTES`` of their
+#    text, then at most ``MORE_BYTES`` more where the first window predicts the cap within it). A
+#    word in a fifth of the steps fills the cap from a few thousand steps, where building the
+#    trigram bitmap of its millions of steps took 1-2 s at 20 M steps.
+# 2. The rest from an index (``_indexed``: the word index for words and phrases, else the trigram
+#    index): a bitmap scan, each candidate rechecked, joined to its trace by primary key. Left to
+#    itself the planner may walk every step of the project's traces instead (a bitmap of
+#    step_unique_index per trace, the regex on each step): for a rare word that reads the whole
+#    project, so the plan is pinned. The steps are a MATERIALIZED CTE read only as far as the
+#    LIMIT needs. work_mem: the bitmap of a common word holds 100,000s of
+#    rows; in the default 4 MB it goes lossy and every row of those pages is rechecked (2.6 s
+#    instead of 0.65 s for 10,000 hits at 20 M).
+#
+# Under the cap both give every match, so the answer is the same either way (the tests compare it
+# with a scan); over it, the steps read are the newest the window holds, then the index's first.
+WINDOW_BYTES = 4 * 1024**2
+MORE_BYTES = 40 * 1024**2
+_WINDOW_TRACES = 20_000  # at most in a window (of tiny traces)
+PLAN = (
+    "SET LOCAL enable_seqscan = off",
+    "SET LOCAL enable_hashjoin = off",
+    "SET LOCAL enable_mergejoin = off",
+    "SET LOCAL work_mem = '64MB'",
+    "SET LOCAL max_parallel_workers_per_gather = 0",  # 2 cores: workers cost more than they bring here
+)
+_COLUMNS = "s.trace_id, s.index, s.agent, s.kind, t.mas_name, t.llm_name, t.outcome"
+
+
+def _window(cur, project_id: int, nbytes: float, below: int | None) -> tuple[int | None, bool]:
+    """The oldest trace id of the newest traces (below ``below``) holding ``nbytes`` of text (None
+    when there are none), and whether they are all the traces left. Read down the project's
+    newest-first index a few hundred traces at a time."""
+    lo, total, below = None, 0, below if below is not None else 2**62
+    for _ in range(_WINDOW_TRACES // 500):
+        cur.execute(
+            "SELECT id, size_bytes FROM traces_trace WHERE project_id = %s AND id < %s ORDER BY id DESC LIMIT 500",
+            [project_id, below],
+        )
+        rows = cur.fetchall()
+        for tid, size in rows:
+            if total >= nbytes:
+                return lo, False
+            lo, total = tid, total + size
+        if len(rows) < 500:
+            return lo, True
+        below = rows[-1][0]
+    return lo, False
+
+
+def _traces_kept(where: tuple, ids: np.ndarray | None, lo: int, hi: int | None) -> tuple:
+    """``where`` and the label filters' traces between ``lo`` and ``hi`` (sent as a typed array: an
+    untyped one is compared element by element, a bigint[] by a hash; only the part a query's
+    traces can hold: 100,000 ids are ~700 KB to send and parse). A few traces: their steps may be
+    read by trace (step_unique_index); many: a filter on the candidates (probing 90,000 traces'
+    steps took ~0.8 s at 20 M steps)."""
+    steps, sp, traces, tp = where
+    if ids is None:
+        return where
+    part = ids[(ids >= lo) & (ids < (hi if hi is not None else 2**62))]
+    column = "s.trace_id" if len(part) <= FEW_TRACES else "(s.trace_id + 0)"
+    return f"{steps} AND {column} = ANY(%s::bigint[])", [*sp, part.tolist()], traces, tp
+
+
+def _scan(cur, where: tuple, lo: int, hi: int | None, limit: int) -> list[tuple]:
+    """The matching steps of the traces ``lo <= id < hi``, read step by step (bitmaps are off)."""
+    steps, sp, traces, tp = where
+    cur.execute(
+        f"SELECT {_COLUMNS} FROM traces_trace t JOIN traces_step s ON s.trace_id = t.id "  # noqa: S608
+        f"WHERE s.trace_id >= %s AND s.trace_id < %s AND {traces} AND {steps} ORDER BY s.trace_id DESC LIMIT %s",
+        [lo, hi if hi is not None else 2**62, *tp, *sp, limit],
+    )
+    return cur.fetchall()
+
+
+def _indexed(cur, where: tuple, below: int | None, limit: int) -> list[tuple]:
+    """The matching steps of the traces under ``below``, from the trigram index."""
+    steps, sp, traces, tp = where
+    if below is not None:
+        steps, sp = f"{steps} AND s.trace_id < %s", [*sp, below]
+    cur.execute("SET LOCAL enable_bitmapscan = on")
+    cur.execute(
+        "WITH s AS MATERIALIZED (SELECT s.trace_id, s.index, s.agent, s.kind FROM traces_step s "  # noqa: S608
+        f"WHERE {steps}) SELECT {_COLUMNS} FROM s JOIN traces_trace t ON t.id = s.trace_id WHERE {traces} LIMIT %s",
+        [*sp, *tp, limit],
+    )
+    return cur.fetchall()
+
+
+def matching_steps(
+    query: CorpusQuery, compiled: CompiledQuery, *, project: Project, ids: np.ndarray | None, cap: int
+) -> list[tuple]:
+    """(trace id, step index, agent, kind, framework, llm, outcome) of the matching steps, at most
+    ``cap``: the newest window's first, then (when the cap is not reached) the index's. ``ids``: the
+    traces the label filters keep (None: no label filter)."""
+    where = conditions(query, compiled, project=project)
+    words = word_lookup(compiled)
+    indexed = where if words is None else conditions(query, compiled, project=project, words=words)
+    project_id = project.pk
+    with transaction.atomic(), connection.cursor() as cur:
+        # the windows are read down the indexes in order (no bitmaps: a bitmap reads every row first)
+        timeout = f"SET LOCAL statement_timeout = {int(SEARCH_TIMEOUT_MS)}"
+        cur.execute("; ".join((timeout, *PLAN, "SET LOCAL enable_bitmapscan = off")))
+        try:
+            lo, last = _window(cur, project_id, WINDOW_BYTES, None)
+            if lo is None:
+                return []
+            rows = _scan(cur, _traces_kept(where, ids, lo, None), lo, None, cap)
+            if not last and 0 < len(rows) < cap:
+                # the first window's share of hits predicts how far the cap is
+                more = (cap - len(rows)) * WINDOW_BYTES / len(rows) * 1.25
+                if more <= MORE_BYTES:
+                    lo2, last = _window(cur, project_id, more, lo)
+                    if lo2 is not None:
+                        rows += _scan(cur, _traces_kept(where, ids, lo2, lo), lo2, lo, cap - len(rows))
+                        lo = lo2
+            if not last and len(rows) < cap:
+                rows += _indexed(cur, _traces_kept(indexed, ids, 0, lo), lo, cap - len(rows))
+        except OperationalError as exc:
+            if "statement timeout" in str(exc):
+                raise QueryError(
+                    f"The search ran longer than {SEARCH_TIMEOUT_MS // 1000} s and was stopped: "
+                    "add a filter or a rarer word."
+                ) from None
+            raise
+        return rows
