@@ -23,18 +23,23 @@ INDEXES = {
 }
 
 
+def build_concurrently(schema_editor, name: str, definition: str) -> None:
+    """CREATE INDEX CONCURRENTLY, dropping first an INVALID one an interrupted build left (also 0019's)."""
+    with schema_editor.connection.cursor() as cur:
+        cur.execute(
+            "SELECT NOT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s",
+            [name],
+        )
+        row = cur.fetchone()
+    if row and row[0]:
+        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+    schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}")
+
+
 def forwards(apps, schema_editor):
     schema_editor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
     for name, definition in INDEXES.items():
-        with schema_editor.connection.cursor() as cur:
-            cur.execute(
-                "SELECT NOT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s",
-                [name],
-            )
-            row = cur.fetchone()
-        if row and row[0]:
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-        schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}")
+        build_concurrently(schema_editor, name, definition)
 
 
 def backwards(apps, schema_editor):

@@ -13,6 +13,8 @@ trigram index (``WHERE searchable IS TRUE``: the workers' indexer makes new step
 ``CONCURRENTLY``; an interrupted build is dropped and built again when the migration runs again.
 """
 
+from importlib import import_module
+
 from django.db import migrations
 
 FUNCTION = r"""
@@ -31,15 +33,8 @@ DEFINITION = "ON traces_step USING gin (step_words(content)) WHERE searchable IS
 
 def forwards(apps, schema_editor):
     schema_editor.execute(FUNCTION)
-    with schema_editor.connection.cursor() as cur:
-        cur.execute(
-            "SELECT NOT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = %s",
-            [NAME],
-        )
-        row = cur.fetchone()
-    if row and row[0]:
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {NAME}")
-    schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {NAME} {DEFINITION}")
+    # 0018's (a migration's module name starts with a digit: imported by name)
+    import_module("traces.migrations.0018_step_content_trgm").build_concurrently(schema_editor, NAME, DEFINITION)
 
 
 def backwards(apps, schema_editor):
