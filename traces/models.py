@@ -173,7 +173,7 @@ class Step(models.Model):
     # Whom the step addresses, where the format names it (ParsedStep.recipient); "" otherwise
     # (the COPY of steps without one omits the column).
     recipient = models.CharField(max_length=200, blank=True, default="", db_default="")
-    # In the corpus search's index (a partial trigram index WHERE searchable): written false and
+    # In the corpus search's indexes (partial trigram and word indexes WHERE searchable): written false and
     # turned true by traces.search.indexing after the import, which keeps the index off its path.
     searchable = models.BooleanField(default=False, db_default=False)
 

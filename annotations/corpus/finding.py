@@ -90,9 +90,9 @@ def conditions(query: CorpusQuery, compiled: CompiledQuery, *, project: Project,
 #    itself the planner may walk every step of the project's traces instead (a bitmap of
 #    step_unique_index per trace, the regex on each step): for a rare word that reads the whole
 #    project, so the plan is pinned. The steps are a MATERIALIZED CTE read only as far as the
-#    LIMIT needs. work_mem: the bitmap of a common word holds 100,000s of
-#    rows; in the default 4 MB it goes lossy and every row of those pages is rechecked (2.6 s
-#    instead of 0.65 s for 10,000 hits at 20 M).
+#    LIMIT needs. work_mem: the bitmap of a common word holds 100,000s of rows; in the default
+#    4 MB it goes lossy and every row of those pages is rechecked (2.6 s instead of 0.65 s for
+#    10,000 hits at 20 M).
 #
 # Under the cap both give every match, so the answer is the same either way (the tests compare it
 # with a scan); over it, the steps read are the newest the window holds, then the index's first.
@@ -156,7 +156,7 @@ def _scan(cur, where: tuple, lo: int, hi: int | None, limit: int) -> list[tuple]
 
 
 def _indexed(cur, where: tuple, below: int | None, limit: int) -> list[tuple]:
-    """The matching steps of the traces under ``below``, from the trigram index."""
+    """The matching steps of the traces under ``below``, from the index ``where`` asks for (words or trigrams)."""
     steps, sp, traces, tp = where
     if below is not None:
         steps, sp = f"{steps} AND s.trace_id < %s", [*sp, below]

@@ -1,9 +1,9 @@
 """Corpus search: every step of a project that matches, filtered, grouped by trace.
 
-The matching steps are read from the newest traces' steps first, then from the trigram index on
-``traces_step.content`` (which picks candidates that PostgreSQL's regex engine rechecks:
-``query.py``; ``finding.matching_steps`` says when each is used), joined to their traces for the project
-and the trace filters; at most ``HIT_CAP`` steps are read. Under the cap every count is exact; over
+The matching steps are read from the newest traces' steps first, then from an index on
+``traces_step.content`` (words or trigrams, which pick candidates that PostgreSQL's regex engine
+rechecks: ``query.py``; ``finding.matching_steps`` says when each is used), joined to their traces
+for the project and the trace filters; at most ``HIT_CAP`` steps are read. Under the cap every count is exact; over
 it the answer says so and counts what it read (the list and the facets then cover the
 ``HIT_CAP`` steps read, the newest traces' first). The loop's actions read up to ``ACTION_CAP``
 steps (a second or two at 20 M steps, where a search must answer while one types) and refuse to

@@ -29,8 +29,9 @@ def _identity(external_id: object, mas: object, llm: object, benchmark: object) 
 class KnownTraces:
     """The project's traces by content hash, with the identities each is already known by.
 
-    Looked up per record (the unique index on project and content hash), not read whole first: a
-    project of 1,000,000 traces held ~900 MB and 5 s of CPU in every import before its first record."""
+    Looked up a group of records at a time (``look_up``, by the unique index on project and content
+    hash), not read whole first: a project of 1,000,000 traces held ~900 MB and 5 s of CPU in every
+    import before its first record."""
 
     def __init__(self, project: Project) -> None:
         self.project = project

@@ -1,12 +1,13 @@
-"""The corpus search's index, kept off the import's path.
+"""The corpus search's indexes, kept off the import's path.
 
 Trigram-indexing a step's text costs PostgreSQL about as much as the rest of its import several
 times over (one GIN entry per distinct trigram: 3.4 MB/s for an import into a 20 M-step project
 with the index maintained as it wrote, against 35+ without; ``bench/bench_corpus.py``). So the
-index is partial, ``WHERE searchable`` (``traces`` migration 0018): the importer writes steps
-with ``searchable`` false (the column's default), which costs the index nothing, and
-``steps_index_pending`` turns them searchable in batches afterwards, each batch one short
-transaction (a new row version per step, which the index takes then). Workers run it from their
+trigram index (``traces`` migration 0018) and the word index (0019) are partial, on searchable
+steps only: the importer writes steps with ``searchable`` false (the column's default), which
+costs the indexes nothing, and ``steps_index_pending`` turns them searchable in batches
+afterwards, each batch one short transaction (a new row version per step, which the indexes take
+then). Workers run it from their
 sweep every ``MAST_JOB_SWEEP_SECONDS`` and again at once while steps wait
 (``traces.search_index``); a killed worker leaves its batch unchanged, to be taken again.
 
