@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from importlib import import_module
 from pathlib import Path
 
 from bench_large_project import load, pct  # bench/ is on sys.path
@@ -188,6 +189,7 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
     with connection.cursor() as c:  # the step indexes are built after the load (the migrations build them)
         c.execute("DROP INDEX IF EXISTS step_content_trgm")
         c.execute("DROP INDEX IF EXISTS step_words_gin")
+        c.execute("DROP INDEX IF EXISTS step_long_words")
     n_steps_total = load_traces(project, pool, 0, n_traces, mean_steps, rng, t0)
     print(f"loaded {n_traces:,} traces and {n_steps_total:,} steps in {time.perf_counter() - t0:.0f} s ({load()})")
     t1 = time.perf_counter()
@@ -196,12 +198,20 @@ def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
         c.execute("CREATE INDEX step_content_trgm ON traces_step USING gin (content gin_trgm_ops) WHERE searchable")
         t2 = time.perf_counter()
         c.execute("CREATE INDEX step_words_gin ON traces_step USING gin (step_words(content)) WHERE searchable IS TRUE")
+        t3 = time.perf_counter()
+        # the vocabulary and the long words' index, as migration 0020 builds them (the indexer keeps them after)
+        vocabulary = import_module("traces.migrations.0020_search_words")
+        c.execute(vocabulary.FILL)
+        c.execute(f"CREATE INDEX step_long_words {vocabulary.INDEXES['step_long_words']}")
         c.execute("SELECT pg_size_pretty(pg_relation_size('step_content_trgm')), "
                   "pg_size_pretty(pg_relation_size('step_words_gin')), "
+                  "pg_size_pretty(pg_total_relation_size('traces_searchword')), "
+                  "(SELECT count(*) FROM traces_searchword), "
                   "pg_size_pretty(pg_total_relation_size('traces_step'))")  # fmt: skip
-        trgm, words, steps = c.fetchone()
-    print(f"step indexes built: trigrams in {t2 - t1:.0f} s, {trgm}; words in {time.perf_counter() - t2:.0f} s, "
-          f"{words} (steps with their TOAST and indexes: {steps})")  # fmt: skip
+        trgm, words, vocab, n_vocab, steps = c.fetchone()
+    print(f"step indexes built: trigrams in {t2 - t1:.0f} s, {trgm}; words in {t3 - t2:.0f} s, {words}; "
+          f"the vocabulary ({n_vocab:,} words, {vocab} with its index) and the long words' index in "
+          f"{time.perf_counter() - t3:.0f} s (steps with their TOAST and indexes: {steps})")  # fmt: skip
 
     # labels: a closed round of LABELLED traces (two raters, agreed labels), a judge on JUDGED traces
     version = project.taxonomy_version

@@ -10,6 +10,7 @@ from traces.models import (
     LiveTrace,
     Membership,
     Project,
+    SearchWord,
     Step,
     Trace,
     TraceSource,
@@ -28,6 +29,12 @@ class TriggerKeptAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(SearchWord)
+class SearchWordAdmin(TriggerKeptAdmin):  # the indexer keeps it: read-only as the stamps
+    search_fields = ["word"]
+    show_full_result_count = False  # millions of rows: no count(*) per page
 
 
 @admin.register(TracesStamp)

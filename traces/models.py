@@ -194,6 +194,19 @@ class Step(models.Model):
         return f"step {self.index} ({self.agent})"
 
 
+class SearchWord(models.Model):
+    """The corpus search's vocabulary: every word (``step_words``) of a searchable step, of any
+    project, once. A regular expression (or prefix) whose matches are made of word characters only
+    looks its words up here first (a trigram index over a few million short words), then the steps
+    holding one of them in the word index; words of steps since deleted stay (a word with no step
+    finds none). Written by the indexer with the steps it makes searchable (``traces/search/indexing.py``)."""
+
+    word = models.TextField(primary_key=True)
+
+    def __str__(self) -> str:
+        return self.word
+
+
 class TraceSource(models.Model):
     """Another record whose trace text equals a stored trace's (traces.importing.merge): its own
     identity and the labels that came with it, kept instead of dropped as a duplicate. The trace

@@ -42,6 +42,7 @@ from taxonomy.mapping import VersionMapper, mappings_fingerprint
 from taxonomy.models import Category, TaxonomyVersion
 from taxonomy.selectors import version_modes, versions_mode_codes
 from traces.models import Project, Trace, TracesStamp
+from traces.projects.selectors import project_role
 
 AGREED = "agreed"
 FILTER_FIELDS = ("mas_name", "llm_name", "benchmark")
@@ -231,12 +232,21 @@ def labels_fingerprint(
         # labelling blind again now (the blind rule): members blind on the same traces share it
         who = f"members-but:{','.join(map(str, sorted(_blind_ids(user=user, project=project))))}"
     else:
-        facts = (
-            annotations_visible_to(user=user, project=project)
-            .filter(rater_id=int(source), state=Annotation.State.SUBMITTED)
-            .aggregate(n=Count("id"), at=Max("updated_at"))
+        # The rater's submitted annotations, of every project (an index-only count and max on
+        # annotation_rater_updated: counting those the member sees through the blind rule read
+        # each of them and its trace, ~260 ms for a judge's 100,000), and every input of what
+        # the member sees of them (visibility.work_visible): her role, the project's suggestions
+        # setting, the rounds' states and reveal flags (round writes bump the labels stamp) and
+        # the traces she is blind on now.
+        facts = Annotation.objects.filter(rater_id=int(source), state=Annotation.State.SUBMITTED).aggregate(
+            n=Count("*"), at=Max("updated_at")
         )
-        who = f"user{user.pk}"  # what a member may see of a rater depends on the member
+        facts |= {
+            "rounds": agreed_labels_stamp(project=project),
+            "role": project_role(user=user, project=project),
+            "suggestions": project.reveal_suggestions,
+        }
+        who = f"user{user.pk}:blind:{','.join(map(str, sorted(_blind_ids(user=user, project=project))))}"
     traces = facts_of_traces if facts_of_traces is not None else project_trace_facts(project=project)
     key = json.dumps(
         [

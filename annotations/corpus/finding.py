@@ -15,7 +15,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.utils import OperationalError
 
-from annotations.corpus.query import CompiledQuery, QueryError
+from annotations.corpus.query import CompiledQuery, QueryError, word_only
 from traces.models import Project
 
 if TYPE_CHECKING:
@@ -41,18 +41,59 @@ def word_lookup(compiled: CompiledQuery) -> str | None:
     return " ".join(plain) or None
 
 
-def conditions(query: CorpusQuery, compiled: CompiledQuery, *, project: Project, words: str | None = None):
-    """(steps' conditions, their parameters, traces' conditions, their parameters). With ``words``,
-    the steps come from the word index and the regex only rechecks them (written so that the
-    trigram index cannot serve it: ``content || ''``)."""
+VOCABULARY_CAP = 5_000  # words a pattern may match among the vocabulary; more: the trigram index
+# step_long_words' condition (traces migration 0020), written as it is there so that it serves
+_LONG_WORDS = "s.content ~ '[[:alnum:]_]{101}'"
+
+
+def vocabulary_lookups(cur, compiled: CompiledQuery) -> list[list[str]] | None:
+    """For a prefix or regex search whose patterns' matches are made of word characters only
+    (``query.word_only``): per such pattern, the words of the vocabulary (``SearchWord``) it
+    matches, at most ``VOCABULARY_CAP`` each (None where a pattern matches more, or when no pattern
+    is of that kind: the trigram index serves it). A step matching the pattern holds one of those
+    words or a word too long for the word index (``step_long_words``): a superset the regex narrows.
+    ``(?c)`` is left out for the lookup: the vocabulary is lower-cased."""
+    if compiled.mode not in ("prefix", "regex"):
+        return None
+    lookups = []
+    for pattern in compiled.patterns:
+        if not word_only(pattern):
+            continue
+        cur.execute(
+            "SELECT word FROM traces_searchword WHERE word ~* %s LIMIT %s",
+            [pattern.removeprefix("(?c)"), VOCABULARY_CAP + 1],
+        )
+        words = [w for (w,) in cur.fetchall()]
+        if len(words) > VOCABULARY_CAP:
+            return None
+        lookups.append(words)
+    return lookups or None
+
+
+def conditions(
+    query: CorpusQuery,
+    compiled: CompiledQuery,
+    *,
+    project: Project,
+    words: str | None = None,
+    vocabulary: list[list[str]] | None = None,
+):
+    """(steps' conditions, their parameters, traces' conditions, their parameters). With ``words``
+    (``word_lookup``) or ``vocabulary`` (``vocabulary_lookups``), the steps come from the word
+    index and the regex only rechecks them (written so that the trigram index cannot serve it:
+    ``content || ''``)."""
+    by_words = words is not None or vocabulary is not None
     # the partial indexes' conditions (traces/search/indexing.py; the word index's is "IS TRUE")
-    steps: list[str] = ["s.searchable" if words is None else "s.searchable IS TRUE"]
+    steps: list[str] = ["s.searchable IS TRUE" if by_words else "s.searchable"]
     sp: list[Any] = []
     if words is not None:
         steps.append("step_words(s.content) @> step_words(%s)")
         sp.append(words)
+    for matched in vocabulary or ():
+        steps.append(f"(step_words(s.content) && %s::text[] OR {_LONG_WORDS})")
+        sp.append(matched)
     for pattern in compiled.patterns:
-        steps.append("s.content ~* %s" if words is None else "(s.content || '') ~* %s")
+        steps.append("(s.content || '') ~* %s" if by_words else "s.content ~* %s")
         sp.append(pattern)
     for column, value in (("s.agent", query.agent), ("s.kind", query.kind)):
         if value:
@@ -156,17 +197,31 @@ def _scan(cur, where: tuple, lo: int, hi: int | None, limit: int) -> list[tuple]
 
 
 def _indexed(cur, where: tuple, below: int | None, limit: int) -> list[tuple]:
-    """The matching steps of the traces under ``below``, from the index ``where`` asks for (words or trigrams)."""
+    """The matching steps of the traces under ``below``, from the index ``where`` asks for (words
+    or trigrams; bitmaps are on: ``_index_conditions``)."""
     steps, sp, traces, tp = where
     if below is not None:
         steps, sp = f"{steps} AND s.trace_id < %s", [*sp, below]
-    cur.execute("SET LOCAL enable_bitmapscan = on")
     cur.execute(
         "WITH s AS MATERIALIZED (SELECT s.trace_id, s.index, s.agent, s.kind FROM traces_step s "  # noqa: S608
         f"WHERE {steps}) SELECT {_COLUMNS} FROM s JOIN traces_trace t ON t.id = s.trace_id WHERE {traces} LIMIT %s",
         [*sp, *tp, limit],
     )
     return cur.fetchall()
+
+
+def _index_conditions(cur, query: CorpusQuery, compiled: CompiledQuery, *, project: Project, where: tuple) -> tuple:
+    """The conditions for ``_indexed``: the word index's for words and phrases (``word_lookup``)
+    and for prefixes and regexes of word characters (``vocabulary_lookups``), else ``where`` (the
+    trigram index's). Turns bitmaps on: a GIN index is read by bitmap only."""
+    cur.execute("SET LOCAL enable_bitmapscan = on")
+    words = word_lookup(compiled)
+    if words is not None:
+        return conditions(query, compiled, project=project, words=words)
+    vocabulary = vocabulary_lookups(cur, compiled)
+    if vocabulary is not None:
+        return conditions(query, compiled, project=project, vocabulary=vocabulary)
+    return where
 
 
 def matching_steps(
@@ -176,8 +231,6 @@ def matching_steps(
     ``cap``: the newest window's first, then (when the cap is not reached) the index's. ``ids``: the
     traces the label filters keep (None: no label filter)."""
     where = conditions(query, compiled, project=project)
-    words = word_lookup(compiled)
-    indexed = where if words is None else conditions(query, compiled, project=project, words=words)
     project_id = project.pk
     with transaction.atomic(), connection.cursor() as cur:
         # the windows are read down the indexes in order (no bitmaps: a bitmap reads every row first)
@@ -197,6 +250,7 @@ def matching_steps(
                         rows += _scan(cur, _traces_kept(where, ids, lo2, lo), lo2, lo, cap - len(rows))
                         lo = lo2
             if not last and len(rows) < cap:
+                indexed = _index_conditions(cur, query, compiled, project=project, where=where)
                 rows += _indexed(cur, _traces_kept(indexed, ids, 0, lo), lo, cap - len(rows))
         except OperationalError as exc:
             if "statement timeout" in str(exc):

@@ -22,6 +22,7 @@ every step of the project and is refused with that reason.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 
 MODES = ("words", "phrase", "prefix", "regex")
@@ -146,6 +147,66 @@ def required_literal(regex: str) -> int:
     return _longest(sre_parse.parse(text))
 
 
+_WORD_ESCAPES = set("wdmMyYbBAZ")  # escapes of word characters or of places (anchors, word edges)
+
+
+def word_only(pattern: str) -> bool:
+    """Whether every match of ``pattern`` (a compiled one: ``\\y`` for ``\\b``) is made of word
+    characters only (ASCII letters, digits, ``_``, ``\\w``, ``\\d``; anchors and word edges
+    take none). Then a step matches only where one of its words does (a run of word characters
+    between non-word ones, as ``step_words`` splits them): a word edge or an anchor holds inside
+    that run wherever it holds in the step, so looking the pattern up among the words misses
+    nothing. Conservative: any other escape, ``.``, a negated or other class, a lookaround or a
+    back-reference answers False (the trigram index serves those)."""
+    import re._constants as c
+    import re._parser as sre_parse
+
+    text = pattern[4:] if pattern.startswith("(?c)") else pattern
+    i = text.find("\\")
+    while i >= 0:
+        nxt = text[i + 1 : i + 2]
+        if nxt.isalnum() and nxt not in _WORD_ESCAPES:
+            return False  # PostgreSQL's own escapes (\x..., \s, ...) read differently by Python
+        i = text.find("\\", i + 2)
+    for are, py in _ARE_ONLY:
+        text = text.replace(are, py)
+    try:
+        with warnings.catch_warnings():  # "possible nested set" ([[:alpha:]]): a class Python reads otherwise
+            warnings.simplefilter("ignore")
+            parsed = sre_parse.parse(text)
+    except re.error:
+        return False
+    word = set(map(ord, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"))
+    spans = [(ord("a"), ord("z")), (ord("A"), ord("Z")), (ord("0"), ord("9"))]
+
+    def in_class(op, arg) -> bool:
+        if op is c.LITERAL:
+            return arg in word
+        if op is c.RANGE:
+            return any(lo <= arg[0] <= arg[1] <= hi for lo, hi in spans)
+        return op is c.CATEGORY and arg in (c.CATEGORY_WORD, c.CATEGORY_DIGIT)
+
+    def only(items) -> bool:
+        for op, arg in items:
+            if op is c.LITERAL:
+                ok = arg in word
+            elif op is c.IN:
+                ok = all(in_class(o, a) for o, a in arg)
+            elif op is c.SUBPATTERN:
+                ok = only(arg[-1])
+            elif op is c.BRANCH:
+                ok = all(only(branch) for branch in arg[1])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                ok = only(arg[2])
+            else:
+                ok = op is c.AT
+            if not ok:
+                return False
+        return True
+
+    return only(parsed)
+
+
 def _longest(items) -> int:
     """The longest literal run a sequence of parsed items guarantees."""
     import re._constants as c
@@ -169,4 +230,4 @@ def _longest(items) -> int:
     return best
 
 
-__all__ = ["MODES", "CompiledQuery", "QueryError", "query_compile", "required_literal"]
+__all__ = ["MODES", "CompiledQuery", "QueryError", "query_compile", "required_literal", "word_only"]

@@ -123,7 +123,8 @@ class Annotation(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(state__in=["draft", "submitted"]), name="annotation_state_valid"),
         ]
-        indexes = [models.Index(fields=["rater", "state"], name="annotation_rater_state")]
+        # updated_at too: a rater's count and latest change are read off the index alone (labels_fingerprint)
+        indexes = [models.Index(fields=["rater", "state", "updated_at"], name="annotation_rater_updated")]
 
     def __str__(self) -> str:
         return f"{self.rater} on {self.trace_id} ({self.state})"

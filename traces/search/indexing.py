@@ -7,7 +7,7 @@ trigram index (``traces`` migration 0018) and the word index (0019) are partial,
 steps only: the importer writes steps with ``searchable`` false (the column's default), which
 costs the indexes nothing, and ``steps_index_pending`` turns them searchable in batches
 afterwards, each batch one short transaction (a new row version per step, which the indexes take
-then). Workers run it from their
+then; its new words join the vocabulary, ``SearchWord``, 0020). Workers run it from their
 sweep every ``MAST_JOB_SWEEP_SECONDS`` and again at once while steps wait
 (``traces.search_index``); a killed worker leaves its batch unchanged, to be taken again.
 
@@ -32,12 +32,17 @@ def steps_index_pending(*, batch: int = BATCH, max_seconds: float | None = None)
     done, start = 0, time.monotonic()
     while True:
         with transaction.atomic(), connection.cursor() as cur:
+            # the batch's words join the vocabulary in the same transaction (sorted: two workers
+            # adding the same new words wait for each other in one order, never in a cycle)
             cur.execute(
-                "UPDATE traces_step SET searchable = true WHERE id IN (SELECT id FROM traces_step "
-                "WHERE NOT searchable LIMIT %s FOR UPDATE SKIP LOCKED)",
+                "WITH made AS (UPDATE traces_step SET searchable = true WHERE id IN (SELECT id FROM traces_step "
+                "WHERE NOT searchable LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING content), "
+                "added AS (INSERT INTO traces_searchword (word) SELECT DISTINCT w FROM made, "
+                "unnest(step_words(content)) AS w ORDER BY w ON CONFLICT DO NOTHING) "
+                "SELECT count(*) FROM made",
                 [batch],
             )
-            n = cur.rowcount
+            n = cur.fetchone()[0]
         done += n
         if n < batch or (max_seconds is not None and time.monotonic() - start > max_seconds):
             return done

@@ -43,3 +43,33 @@ def test_the_raters_latest_annotation_wins_per_mode(project, manager, mast_versi
     M = label_matrix(user=manager, project=project, source=str(judge.pk))
     assert cell(M, t, "1.1") == (1.0 if later is outside else 0.0)
     assert M.mas_name.tolist() == ["ChatDev", "AG2"]
+
+
+def test_a_raters_cached_labels_follow_what_the_member_may_see(project, manager, annotator, annotator2, mast_version):
+    """The cache key of a rater's labels (``labels_fingerprint``) changes with every input of the
+    blind rule, not only with the rater's annotations: the project's suggestions setting, a round
+    that makes the member blind on a trace, the round going to review and being revealed."""
+    from annotations.analytics.selectors import label_matrix_cached
+    from annotations.rounds.services import round_start_review
+    from tests.annotations.rounds_factories import make_open_round
+
+    t, u = make_trace(project), make_trace(project, mas_name="AG2")
+    judge = other_rater("judge-for-keys")
+    annotate(t, judge, mast_version, {"1.1": "present"})
+    annotate(u, judge, mast_version, {"1.1": "absent"})
+
+    def seen():
+        M = label_matrix_cached(user=annotator, project=project, source=str(judge.pk))
+        return set(M.trace_ids.tolist())
+
+    assert seen() == set()  # suggestions hidden from annotators
+    project.reveal_suggestions = True
+    project.save(update_fields=["reveal_suggestions"])
+    assert seen() == {t.pk, u.pk}
+    rnd = make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=[t])
+    assert seen() == {u.pk}  # blind on t now
+    annotate(t, judge, mast_version, {"1.1": "absent"}, round=rnd)
+    assert seen() == {u.pk}  # a judge's label in the open round: still blind
+    round_start_review(round=rnd, by=manager, force=True)
+    assert seen() == {t.pk, u.pk}
+    assert label_matrix_cached(user=manager, project=project, source=str(judge.pk)).trace_ids.size == 2

@@ -15,7 +15,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.corpus.query import QueryError, query_compile, required_literal
+from annotations.corpus.query import QueryError, query_compile, required_literal, word_only
 from annotations.corpus.selectors import CorpusQuery, corpus_search
 from tests.annotations.releases_factories import make_trace
 from traces.importing.service import traces_import
@@ -32,6 +32,8 @@ EDGE = [
     ("Coder", "tool_call", "run unit-tests --fast; unapproved changes stay"),
     ("Coder", "tool_output", "def snake_game():\n    assert score == 0\n  unit\n\ttests ok"),
     ("Reviewer", "message", "Größe approved\nnext line"),
+    # a run of word characters too long for the word index (step_long_words), "intake" inside it
+    ("Coder", "tool_output", "blob " + "a1" * 60 + "intake_" + "b" * 10 + " end; Maintain the INTAKE"),
 ]
 
 
@@ -100,6 +102,11 @@ QUERIES = [
     ("\\bapproved\\b", "regex"),  # a word edge written the Python way (PostgreSQL's \b is a backspace)
     ("error", "words"),
     ("task", "prefix"),
+    # matches of word characters only: looked up among the vocabulary's words (finding.vocabulary_lookups)
+    ("inta\\w+", "regex"),
+    ("\\bmaint[a-z]*", "regex"),
+    ("(appro|unappro)ved\\b", "regex"),
+    ("^def", "regex"),
 ]
 
 
@@ -205,6 +212,15 @@ def test_searches_the_index_cannot_serve_are_refused(text, mode, why):
         query_compile(text, mode)
 
 
+def test_word_only():
+    """Which patterns a step can match only inside one of its words (finding.vocabulary_lookups)."""
+    for pattern in ("inta\\w+", "\\mverif", "(?c)Inta[a-z]+", "foo|bar\\d{2}", "^abc$", "ab_c[0-9A-F]", "\\yx_y\\Y"):
+        assert word_only(pattern), pattern
+    for pattern in ("inta.x", "int[^a]x", "foo\\x41", "foo(?=o)x", "run 777", "abc\\.", "[[:alpha:]]abc",
+                    "(abc)\\1", "abc\\s", "\\mverif\\W+tests", "caf[é]"):  # fmt: skip
+        assert not word_only(pattern), pattern
+
+
 def test_required_literal():
     assert required_literal("verif.*tests") == 5
     assert required_literal("(abc|abcd)x") == 3  # "abc" is in every match; "x" may follow "d"
@@ -214,22 +230,26 @@ def test_required_literal():
 
 
 @pytest.mark.parametrize(
-    "text,mode,index",
-    [("approved", "words", "step_words_gin"), ("unit tests", "phrase", "step_words_gin"),
-     ("verif", "prefix", "step_content_trgm"), ("def \\w+_game", "regex", "step_content_trgm")],
+    "text,mode,index,cap",
+    [("approved", "words", "step_words_gin", 5000), ("unit tests", "phrase", "step_words_gin", 5000),
+     ("verif", "prefix", "step_words_gin", 5000), ("inta\\w+", "regex", "step_words_gin", 5000),
+     ("task", "prefix", "step_content_trgm", 1), ("def \\w+_game", "regex", "step_content_trgm", 5000)],
 )  # fmt: skip
-def test_an_index_serves_the_search(corpus, project, manager, text, mode, index):
-    """The plan of the search's index part reads the word index (words, phrases) or the trigram
-    index (prefixes, regexes), never every step of the project."""
+def test_an_index_serves_the_search(corpus, project, manager, monkeypatch, text, mode, index, cap):
+    """The plan of the search's index part reads the word index (words, phrases; prefixes and
+    regexes of word characters, with the steps holding too long a word) or the trigram index (other
+    regexes; a pattern matching more words of the vocabulary than the cap), never every step."""
     from annotations.corpus import finding
 
+    monkeypatch.setattr(finding, "VOCABULARY_CAP", cap)
     query = CorpusQuery(q=text, mode=mode)
     compiled = query.compiled()
-    steps, sp, traces, tp = finding.conditions(query, compiled, project=project, words=finding.word_lookup(compiled))
+    where = finding.conditions(query, compiled, project=project)
     with connection.cursor() as cur:
         cur.execute("BEGIN")
         for setting in finding.PLAN:
             cur.execute(setting)
+        steps, sp, traces, tp = finding._index_conditions(cur, query, compiled, project=project, where=where)
         sql = f"EXPLAIN WITH m AS MATERIALIZED (SELECT s.trace_id FROM traces_step s WHERE {steps}) "  # noqa: S608
         sql += f"SELECT * FROM m JOIN traces_trace t ON t.id = m.trace_id WHERE {traces}"  # noqa: S608
         cur.execute(sql, [*sp, *tp])
@@ -238,7 +258,28 @@ def test_an_index_serves_the_search(corpus, project, manager, text, mode, index)
     assert f"Bitmap Index Scan on {index}" in plan, plan
     other = {"step_words_gin", "step_content_trgm"} - {index}
     assert f"Bitmap Index Scan on {other.pop()}" not in plan, plan  # one index, not both intersected
+    by_vocabulary = mode in ("prefix", "regex") and index == "step_words_gin"
+    assert ("Bitmap Index Scan on step_long_words" in plan) == by_vocabulary
     assert "Seq Scan on traces_step" not in plan and "step_unique_index" not in plan
+
+
+def test_the_vocabulary_holds_the_words_of_searchable_steps(corpus, project, manager, monkeypatch):
+    """The indexer adds each new step's words (lower-cased, as ``step_words`` splits them); a
+    case-sensitive regex looks them up without its case, and still finds only its own case."""
+    from annotations.corpus import finding
+    from traces.models import SearchWord
+
+    words = set(SearchWord.objects.values_list("word", flat=True))
+    assert {"approved", "approved_by", "unapproved", "größe", "maintain", "intake"} <= words
+    assert "APPROVED" not in words and not any(len(w) > 100 for w in words)
+    monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
+    monkeypatch.setattr(finding, "MORE_BYTES", 0)  # the index part: the vocabulary's lookup
+    pairs, _ = found(manager, project, CorpusQuery(q="(?c)APPROVED\\M", mode="regex"))
+    assert {i for t, i in pairs if t == corpus.pk} == {2}
+    pairs, _ = found(manager, project, CorpusQuery(q="(?c)INTAKE", mode="regex"))
+    assert {i for t, i in pairs if t == corpus.pk} == {6}
+    pairs, _ = found(manager, project, CorpusQuery(q="intake_b+", mode="regex"))  # in no word of the vocabulary:
+    assert {i for t, i in pairs if t == corpus.pk} == {6}  # inside the long run only (step_long_words)
 
 
 def test_api_search_and_errors(corpus, client, project, annotator):
