@@ -13,7 +13,8 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -243,6 +244,7 @@ def round_preview(request: HttpRequest, slug: str) -> HttpResponse:
 # Detail and state changes
 # --------------------------------------------------------------------------------------
 
+MY_TRACES_PER_PAGE = 50
 STEPS = [("draft", "Draft"), ("open", "Blind labelling"), ("review", "Review & adjudication"), ("closed", "Closed")]
 
 
@@ -254,16 +256,25 @@ def round_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     details = access.can_manage and access.can_see_report
     progress = round_progress(round=rnd, details=details, page=request.GET.get("page"))
     page = progress.page
-    my_traces = []
+    my_traces, my_page, my_counts = [], None, {}
     if access.is_annotator and rnd.state in (Round.State.OPEN, Round.State.REVIEW):
-
-        mine = dict(Annotation.objects.filter(round=rnd, rater__user=request.user).values_list("trace_id", "state"))
-        for rt in (
+        # a page of her traces (a round of 20,000 listed them all), and her counts over the round
+        my_page = Paginator(
             RoundTrace.objects.filter(round=rnd)
             .select_related("trace")
             .only("order", "trace__id", "trace__title", "trace__external_id", "trace__mas_name")
-        ):
-            my_traces.append((rt.trace, mine.get(rt.trace_id, "")))
+            .order_by("order", "pk"),
+            MY_TRACES_PER_PAGE,
+        ).get_page(request.GET.get("mine"))
+        ids = [rt.trace_id for rt in my_page]
+        own = Annotation.objects.filter(round=rnd, rater__user=request.user)
+        mine = dict(own.filter(trace_id__in=ids).values_list("trace_id", "state"))
+        my_traces = [(rt.trace, mine.get(rt.trace_id, "")) for rt in my_page]
+        my_counts = own.aggregate(
+            submitted=Count("pk", filter=Q(state=Annotation.State.SUBMITTED)),
+            draft=Count("pk", filter=Q(state=Annotation.State.DRAFT)),
+        )
+        my_counts["todo"] = my_page.paginator.count - my_counts["submitted"] - my_counts["draft"]
     reached = [s for s, _ in STEPS].index(rnd.state)
     return render(
         request,
@@ -276,6 +287,8 @@ def round_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
             "progress": progress,
             "page": page,
             "my_traces": my_traces,
+            "my_page": my_page,
+            "my_counts": my_counts,
             "steps": [(key, label, i < reached, i == reached) for i, (key, label) in enumerate(STEPS)],
             "open_disagreements": (
                 round_open_disagreement_count(round=rnd, user=request.user) if rnd.state == Round.State.REVIEW else 0

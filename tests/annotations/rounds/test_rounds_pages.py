@@ -469,3 +469,21 @@ def test_create_form_default_size_is_at_most_the_projects_traces(project, manage
     make_traces(project, 4)
     html = client_for(manager).get(reverse("annotations:round_new", kwargs={"slug": "demo"})).content.decode()
     assert 'name="n" value="4"' in html
+
+
+def test_an_annotators_traces_come_a_page_at_a_time_with_her_counts(project, manager, annotator, annotator2):
+    """A round of many traces lists the annotator's own a page at a time (it listed them all), with
+    her submitted / draft / to-do counts over the whole round."""
+    from tests.annotations.rounds_factories import label_via_workspace
+
+    many = make_traces(project, 60)
+    rnd = make_open_round(project, manager=manager, annotators=[annotator, annotator2], traces=many)
+    label_via_workspace(round=rnd, user=annotator, trace=many[0], present={"1.3"})
+    label_via_workspace(round=rnd, user=annotator, trace=many[55], present={"1.3"}, submit=False)
+    label_via_workspace(round=rnd, user=annotator2, trace=many[1], present={"1.3"})  # hers: not counted
+    c = client_for(annotator)
+    html = c.get(url("round_detail", rnd)).content.decode()
+    assert html.count("?round=") == 50 and "Page 1 of 2" in html
+    assert "1 submitted, 1 draft, 58 to do, of 60." in html
+    second = c.get(url("round_detail", rnd) + "?mine=2").content.decode()
+    assert second.count("?round=") == 10 and f"#{many[55].pk}" in second and "badge-warn" in second
