@@ -1,8 +1,10 @@
 """How a corpus search finds its matching steps (``selectors.corpus_search`` groups and shows them).
 
-Two ways, newest traces first, then an index; the word index (``traces`` migration 0019) for words
-and phrases, the trigram index for prefixes and regular expressions. The plan is pinned: every
-setting and why is beside ``PLAN`` and ``matching_steps``.
+Newest traces first, then (for a common word) the oldest, then an index: the word index
+(``traces`` migration 0019) for words and phrases, and for prefixes and regular expressions whose
+matches are made of word characters (their words looked up in the vocabulary first, 0020), the
+trigram index for the others. The plan is pinned: every setting and why is beside ``PLAN`` and
+``matching_steps``.
 """
 
 from __future__ import annotations
@@ -120,26 +122,33 @@ def conditions(
     return " AND ".join(steps), sp, " AND ".join(traces), tp
 
 
-# Two ways to find the matching steps, newest traces first:
+# Three ways to find the matching steps, newest traces first:
 #
 # 1. The newest traces' steps, read one by one (``_scan``; a window of ``WINDOW_BYTES`` of their
 #    text, then at most ``MORE_BYTES`` more where the first window predicts the cap within it). A
 #    word in a fifth of the steps fills the cap from a few thousand steps, where building the
-#    trigram bitmap of its millions of steps took 1-2 s at 20 M steps.
-# 2. The rest from an index (``_indexed``: the word index for words and phrases, else the trigram
-#    index): a bitmap scan, each candidate rechecked, joined to its trace by primary key. Left to
-#    itself the planner may walk every step of the project's traces instead (a bitmap of
-#    step_unique_index per trace, the regex on each step): for a rare word that reads the whole
-#    project, so the plan is pinned. The steps are a MATERIALIZED CTE read only as far as the
-#    LIMIT needs. work_mem: the bitmap of a common word holds 100,000s of rows; in the default
-#    4 MB it goes lossy and every row of those pages is rechecked (2.6 s instead of 0.65 s for
-#    10,000 hits at 20 M).
+#    bitmap of its millions of steps took 1-2 s at 20 M steps.
+# 2. For a words or phrase search the word index's statistics know as common (``_common_share``:
+#    ANALYZE keeps its most common words and their shares), the oldest traces' steps, one by one,
+#    as far as that share predicts the cap (at most ``MORE_BYTES``). The newest traces may hold a
+#    common word sparsely (an import of another kind of traces: 1.7% of their steps where the rest
+#    hold it in a fifth), and its bitmap took ~1 s at 20 M steps.
+# 3. The rest from an index (``_indexed``: the word index for words and phrases and for prefixes
+#    and regexes of word characters, else the trigram index): a bitmap scan, each candidate
+#    rechecked, joined to its trace by primary key. Left to itself the planner may walk every step
+#    of the project's traces instead (a bitmap of step_unique_index per trace, the regex on each
+#    step): for a rare word that reads the whole project, so the plan is pinned. The steps are a
+#    MATERIALIZED CTE read only as far as the LIMIT needs. work_mem: the bitmap of a common word
+#    holds 100,000s of rows; in the default 4 MB it goes lossy and every row of those pages is
+#    rechecked (2.6 s instead of 0.65 s for 10,000 hits at 20 M).
 #
-# Under the cap both give every match, so the answer is the same either way (the tests compare it
-# with a scan); over it, the steps read are the newest the window holds, then the index's first.
+# Under the cap every way gives every match of its traces, so the answer is the same whichever
+# ran (the tests compare each with a scan); over it, the steps read are the newest window's, then
+# the oldest traces' (the index's bitmap, too, returns them in table order: oldest first).
 WINDOW_BYTES = 4 * 1024**2
 MORE_BYTES = 40 * 1024**2
 _WINDOW_TRACES = 20_000  # at most in a window (of tiny traces)
+STEP_BYTES = 1024  # a step's text, roughly: turns a share of steps into bytes to read
 PLAN = (
     "SET LOCAL enable_seqscan = off",
     "SET LOCAL enable_hashjoin = off",
@@ -171,6 +180,49 @@ def _window(cur, project_id: int, nbytes: float, below: int | None) -> tuple[int
     return lo, False
 
 
+def _window_up(cur, project_id: int, nbytes: float, below: int) -> int:
+    """The id above the project's oldest traces holding ``nbytes`` of text (``below`` when the
+    traces under it hold less): read up its trace index a few hundred at a time, as ``_window``."""
+    above, total = 0, 0
+    for _ in range(_WINDOW_TRACES // 500):
+        cur.execute(
+            "SELECT id, size_bytes FROM traces_trace WHERE project_id = %s AND id >= %s AND id < %s "
+            "ORDER BY id LIMIT 500",
+            [project_id, above, below],
+        )
+        rows = cur.fetchall()
+        for tid, size in rows:
+            if total >= nbytes:
+                return tid
+            total += size
+        if len(rows) < 500:
+            return below
+        above = rows[-1][0] + 1
+    return above
+
+
+def _common_share(cur, compiled: CompiledQuery) -> float:
+    """The share of searchable steps holding every word of a words or phrase search, from the
+    statistics ANALYZE keeps of the word index (its most common words with their shares, over a
+    sample of the table: every project's steps); as if the words were independent. 0 for a word
+    not among them, and for other searches."""
+    words = word_lookup(compiled)
+    if words is None:
+        return 0.0
+    cur.execute(
+        "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+        "WHERE schemaname = current_schema() AND tablename = 'step_words_gin' AND attname = 'step_words'"
+    )
+    row = cur.fetchone()
+    if not row or row[0] is None:
+        return 0.0
+    shares = dict(zip(row[0], row[1], strict=False))  # the freqs end with three summary numbers
+    share = 1.0
+    for word in words.lower().split():
+        share *= shares.get(word, 0.0)
+    return share
+
+
 def _traces_kept(where: tuple, ids: np.ndarray | None, lo: int, hi: int | None) -> tuple:
     """``where`` and the label filters' traces between ``lo`` and ``hi`` (sent as a typed array: an
     untyped one is compared element by element, a bigint[] by a hash; only the part a query's
@@ -185,23 +237,27 @@ def _traces_kept(where: tuple, ids: np.ndarray | None, lo: int, hi: int | None) 
     return f"{steps} AND {column} = ANY(%s::bigint[])", [*sp, part.tolist()], traces, tp
 
 
-def _scan(cur, where: tuple, lo: int, hi: int | None, limit: int) -> list[tuple]:
-    """The matching steps of the traces ``lo <= id < hi``, read step by step (bitmaps are off)."""
+def _scan(cur, where: tuple, lo: int, hi: int | None, limit: int, *, newest: bool = True) -> list[tuple]:
+    """The matching steps of the traces ``lo <= id < hi``, read step by step (bitmaps are off),
+    newest traces first or oldest first."""
     steps, sp, traces, tp = where
     cur.execute(
         f"SELECT {_COLUMNS} FROM traces_trace t JOIN traces_step s ON s.trace_id = t.id "  # noqa: S608
-        f"WHERE s.trace_id >= %s AND s.trace_id < %s AND {traces} AND {steps} ORDER BY s.trace_id DESC LIMIT %s",
+        f"WHERE s.trace_id >= %s AND s.trace_id < %s AND {traces} AND {steps} "
+        f"ORDER BY s.trace_id {'DESC' if newest else 'ASC'} LIMIT %s",
         [lo, hi if hi is not None else 2**62, *tp, *sp, limit],
     )
     return cur.fetchall()
 
 
-def _indexed(cur, where: tuple, below: int | None, limit: int) -> list[tuple]:
-    """The matching steps of the traces under ``below``, from the index ``where`` asks for (words
-    or trigrams; bitmaps are on: ``_index_conditions``)."""
+def _indexed(cur, where: tuple, above: int, below: int | None, limit: int) -> list[tuple]:
+    """The matching steps of the traces ``above <= id < below``, from the index ``where`` asks for
+    (words or trigrams; bitmaps are on: ``_index_conditions``)."""
     steps, sp, traces, tp = where
     if below is not None:
         steps, sp = f"{steps} AND s.trace_id < %s", [*sp, below]
+    if above:
+        steps, sp = f"{steps} AND s.trace_id >= %s", [*sp, above]
     cur.execute(
         "WITH s AS MATERIALIZED (SELECT s.trace_id, s.index, s.agent, s.kind FROM traces_step s "  # noqa: S608
         f"WHERE {steps}) SELECT {_COLUMNS} FROM s JOIN traces_trace t ON t.id = s.trace_id WHERE {traces} LIMIT %s",
@@ -249,9 +305,19 @@ def matching_steps(
                     if lo2 is not None:
                         rows += _scan(cur, _traces_kept(where, ids, lo2, lo), lo2, lo, cap - len(rows))
                         lo = lo2
+            above = 0  # the oldest traces read one by one end here
+            if not last and len(rows) < cap:
+                # a word the statistics know as common: the oldest traces' steps, one by one, where
+                # they predict the cap (the newest may hold it sparsely: an import of other traces)
+                share = _common_share(cur, compiled)
+                need = (cap - len(rows)) / share * STEP_BYTES * 1.25 if share else MORE_BYTES + 1
+                if need <= MORE_BYTES:
+                    above = _window_up(cur, project_id, need, lo)
+                    rows += _scan(cur, _traces_kept(where, ids, 0, above), 0, above, cap - len(rows), newest=False)
+                    last = above >= lo
             if not last and len(rows) < cap:
                 indexed = _index_conditions(cur, query, compiled, project=project, where=where)
-                rows += _indexed(cur, _traces_kept(indexed, ids, 0, lo), lo, cap - len(rows))
+                rows += _indexed(cur, _traces_kept(indexed, ids, above, lo), above, lo, cap - len(rows))
         except OperationalError as exc:
             if "statement timeout" in str(exc):
                 raise QueryError(

@@ -51,6 +51,8 @@ def corpus(project):
     Trace.objects.filter(pk=edge.pk).update(imported_at=timezone.now() - dt.timedelta(days=40), n_steps=len(EDGE))
     assert Trace.objects.filter(project=project).count() > 8
     assert steps_index_pending() == Step.objects.count()  # new steps wait for the indexer
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE traces_step")  # the word index's most common words (finding._common_share)
     return edge
 
 
@@ -110,15 +112,18 @@ QUERIES = [
 ]
 
 
-@pytest.fixture(params=["window", "window+index", "index"])
+@pytest.fixture(params=["window", "window+index", "index", "oldest"])
 def way(request, monkeypatch):
     """Which way the steps are found (finding.matching_steps): the demo corpus fits the newest
-    window whole; a window of one trace (then a second one) leaves the rest to the trigram index."""
+    window whole; a window of one trace (then a second one) leaves the rest to the index; "oldest":
+    windows of a few traces, newest and (for a word the statistics know as common) oldest, the
+    index between them."""
     from annotations.corpus import finding
 
     if request.param != "window":
         monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
-        monkeypatch.setattr(finding, "MORE_BYTES", 0 if request.param == "index" else 10**12)
+        monkeypatch.setattr(finding, "MORE_BYTES", {"index": 0, "oldest": 20_000}.get(request.param, 10**12))
+        monkeypatch.setattr(finding, "STEP_BYTES", 1)
     return request.param
 
 
@@ -137,6 +142,33 @@ def test_search_equals_a_scan_of_every_step(corpus, project, manager, text, mode
         for g in corpus_search(user=manager, project=project, query=query, page=page).traces:
             assert g.n_steps == per_trace[g.trace_id]
             assert [h.index for h in g.hits] == sorted(i for t, i in expected if t == g.trace_id)[:3]
+
+
+def test_a_common_word_is_read_from_the_oldest_traces_then_the_index(corpus, project, manager, monkeypatch):
+    """A word the word index's statistics know as common is read from the oldest traces one by one
+    (no bitmap of its many steps), the traces between them and the newest window from the index:
+    every match, as a scan finds them."""
+    from django.test.utils import CaptureQueriesContext
+
+    from annotations.corpus import finding
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT w, f FROM pg_stats, unnest(most_common_elems::text::text[], most_common_elem_freqs) AS x(w, f) "
+            "WHERE tablename = 'step_words_gin' AND w ~ '^[a-z]{3,}$' ORDER BY f DESC LIMIT 1"
+        )
+        word, share = cur.fetchone()
+    assert share > 0.05
+    monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
+    monkeypatch.setattr(finding, "MORE_BYTES", 20_000)
+    monkeypatch.setattr(finding, "STEP_BYTES", 1)
+    with CaptureQueriesContext(connection) as ctx:
+        pairs, result = found(manager, project, CorpusQuery(q=word))
+    sql = [q["sql"] for q in ctx.captured_queries]
+    assert any("ORDER BY s.trace_id ASC" in q for q in sql) and any("MATERIALIZED" in q for q in sql)
+    expected = brute(project, CorpusQuery(q=word))
+    assert pairs <= expected and result.n_steps == len(expected)
+    assert set(result.trace_ids) == {t for t, _ in expected}
 
 
 def test_word_search_knows_word_edges(corpus, project, manager):
