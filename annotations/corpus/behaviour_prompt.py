@@ -11,14 +11,12 @@ quote the model made up is shown as such and never passes for evidence.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from annotations.judge.prompting import StepIn, render_trace
+from annotations.judge.prompting import AnswerError, StepIn, answer_json, render_trace
 
 MAX_QUOTES = 5
 MAX_QUOTE_CHARS = 400
@@ -38,10 +36,6 @@ Answer with one JSON object and nothing else:
   "explanation": "one sentence"}}
 Quote at most {max_quotes} steps, only where the behaviour shows, each quote copied verbatim from the
 step's text (at most 300 characters). If the behaviour does not occur, answer present false and no quotes."""
-
-
-class AnswerError(ValueError):
-    """The model's answer cannot be used; the message says what is wrong with it."""
 
 
 @dataclass
@@ -73,17 +67,7 @@ def estimate_tokens(n_chars: int, *, max_chars: int) -> tuple[int, int]:
 
 
 def _json_object(raw: str) -> Mapping:
-    text = raw.strip()
-    fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
-    if fence:
-        text = fence.group(1).strip()
-    start, end = text.find("{"), text.rfind("}")
-    if start == -1 or end <= start:
-        raise AnswerError("the answer holds no JSON object")
-    try:
-        value = json.loads(text[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise AnswerError(f"the answer's JSON does not parse: {exc.msg} at character {exc.pos}") from None
+    value = answer_json(raw)
     if not isinstance(value, dict):
         raise AnswerError("the answer's JSON is not an object")
     return value

@@ -383,7 +383,9 @@ _TRUE = {"true", "yes", "y", "present", "1", "detected"}
 _FALSE = {"false", "no", "n", "absent", "0", "not present", "none"}
 
 
-def _extract_json(raw: str) -> Any:
+def answer_json(raw: str) -> Any:
+    """The JSON an answer holds (in a fence or among prose; a trailing comma forgiven); ``AnswerError``
+    saying why when none parses. Also the behaviour search's (``annotations/corpus/behaviour_prompt.py``)."""
     text = raw.strip()
     if not text:
         raise AnswerError("the answer is empty")
@@ -445,7 +447,7 @@ def _mode_entries(data: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 def parse_answer(raw: str, *, codes: Sequence[str], valid_steps: Iterable[int] = ()) -> Answer:
     """Parse and validate a judge answer; raise AnswerError when any mode is missing or unusable."""
-    data = _extract_json(raw)
+    data = answer_json(raw)
     if not isinstance(data, Mapping):
         raise AnswerError("the answer must be a JSON object")
     warnings: list[str] = []
