@@ -17,7 +17,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.utils import OperationalError
 
-from annotations.corpus.query import CompiledQuery, QueryError, word_only
+from annotations.corpus.query import CompiledQuery, QueryError, word_literal, word_only
 from traces.models import Project
 
 if TYPE_CHECKING:
@@ -49,22 +49,24 @@ _LONG_WORDS = "s.content ~ '[[:alnum:]_]{101}'"
 
 
 def vocabulary_lookups(cur, compiled: CompiledQuery) -> list[list[str]] | None:
-    """For a prefix or regex search whose patterns' matches are made of word characters only
-    (``query.word_only``): per such pattern, the words of the vocabulary (``SearchWord``) it
-    matches, at most ``VOCABULARY_CAP`` each (None where a pattern matches more, or when no pattern
-    is of that kind: the trigram index serves it). A step matching the pattern holds one of those
-    words or a word too long for the word index (``step_long_words``): a superset the regex narrows.
-    ``(?c)`` is left out for the lookup: the vocabulary is lower-cased."""
+    """For a prefix or regex search, per pattern, the words of the vocabulary (``SearchWord``) a
+    step matching it must hold one of: the words the pattern matches where every match is made of
+    word characters (``query.word_only``), else the words containing its longest run of word
+    characters (``query.word_literal``); at most ``VOCABULARY_CAP`` each. A matching step holds one
+    of them or a word too long for the word index (``step_long_words``): a superset the regex
+    narrows. None where a pattern's words pass the cap, or no pattern has either (the trigram
+    index serves it). ``(?c)`` is left out for the lookup: the vocabulary is lower-cased."""
     if compiled.mode not in ("prefix", "regex"):
         return None
     lookups = []
     for pattern in compiled.patterns:
-        if not word_only(pattern):
+        if word_only(pattern):
+            test, arg = "word ~* %s", pattern.removeprefix("(?c)")
+        elif (literal := word_literal(pattern)) is not None:
+            test, arg = "word ~ %s", literal  # letters, digits and _: nothing to escape
+        else:
             continue
-        cur.execute(
-            "SELECT word FROM traces_searchword WHERE word ~* %s LIMIT %s",
-            [pattern.removeprefix("(?c)"), VOCABULARY_CAP + 1],
-        )
+        cur.execute(f"SELECT word FROM traces_searchword WHERE {test} LIMIT %s", [arg, VOCABULARY_CAP + 1])  # noqa: S608
         words = [w for (w,) in cur.fetchall()]
         if len(words) > VOCABULARY_CAP:
             return None

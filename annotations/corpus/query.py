@@ -147,7 +147,34 @@ def required_literal(regex: str) -> int:
     return _longest(sre_parse.parse(text))
 
 
-_WORD_ESCAPES = set("wdmMyYbBAZ")  # escapes of word characters or of places (anchors, word edges)
+# escapes Python reads as PostgreSQL does (classes, places, \\m \\M \\y \\Y mapped first, control characters)
+_SAME_ESCAPES = frozenset("wWdDsSmMyYbBAZtnrfv")
+
+
+_WORD_CHARS = frozenset(map(ord, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"))
+
+
+def _parsed_plainly(pattern: str):
+    """``pattern`` (a compiled one) read by Python's parser, or None where Python could read it
+    otherwise than PostgreSQL: an escape of a letter or digit other than ``_SAME_ESCAPES``
+    (PostgreSQL's ``\\x41b`` is one character, Python's two), or what Python cannot parse."""
+    import re._parser as sre_parse
+
+    text = pattern[4:] if pattern.startswith("(?c)") else pattern
+    i = text.find("\\")
+    while i >= 0:
+        nxt = text[i + 1 : i + 2]
+        if nxt.isalnum() and nxt not in _SAME_ESCAPES:
+            return None
+        i = text.find("\\", i + 2)
+    for are, py in _ARE_ONLY:
+        text = text.replace(are, py)
+    try:
+        with warnings.catch_warnings():  # "possible nested set" ([[:alpha:]]): a class Python reads otherwise
+            warnings.simplefilter("ignore")
+            return sre_parse.parse(text)
+    except re.error:
+        return None
 
 
 def word_only(pattern: str) -> bool:
@@ -157,31 +184,17 @@ def word_only(pattern: str) -> bool:
     between non-word ones, as ``step_words`` splits them): a word edge or an anchor holds inside
     that run wherever it holds in the step, so looking the pattern up among the words misses
     nothing. Conservative: any other escape, ``.``, a negated or other class, a lookaround or a
-    back-reference answers False (the trigram index serves those)."""
+    back-reference answers False."""
     import re._constants as c
-    import re._parser as sre_parse
 
-    text = pattern[4:] if pattern.startswith("(?c)") else pattern
-    i = text.find("\\")
-    while i >= 0:
-        nxt = text[i + 1 : i + 2]
-        if nxt.isalnum() and nxt not in _WORD_ESCAPES:
-            return False  # PostgreSQL's own escapes (\x..., \s, ...) read differently by Python
-        i = text.find("\\", i + 2)
-    for are, py in _ARE_ONLY:
-        text = text.replace(are, py)
-    try:
-        with warnings.catch_warnings():  # "possible nested set" ([[:alpha:]]): a class Python reads otherwise
-            warnings.simplefilter("ignore")
-            parsed = sre_parse.parse(text)
-    except re.error:
+    parsed = _parsed_plainly(pattern)
+    if parsed is None:
         return False
-    word = set(map(ord, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"))
     spans = [(ord("a"), ord("z")), (ord("A"), ord("Z")), (ord("0"), ord("9"))]
 
     def in_class(op, arg) -> bool:
         if op is c.LITERAL:
-            return arg in word
+            return arg in _WORD_CHARS
         if op is c.RANGE:
             return any(lo <= arg[0] <= arg[1] <= hi for lo, hi in spans)
         return op is c.CATEGORY and arg in (c.CATEGORY_WORD, c.CATEGORY_DIGIT)
@@ -189,7 +202,7 @@ def word_only(pattern: str) -> bool:
     def only(items) -> bool:
         for op, arg in items:
             if op is c.LITERAL:
-                ok = arg in word
+                ok = arg in _WORD_CHARS
             elif op is c.IN:
                 ok = all(in_class(o, a) for o, a in arg)
             elif op is c.SUBPATTERN:
@@ -205,6 +218,37 @@ def word_only(pattern: str) -> bool:
         return True
 
     return only(parsed)
+
+
+def word_literal(pattern: str) -> str | None:
+    """The longest run of 3+ ASCII word characters that every match of ``pattern`` contains,
+    lower-cased (None without one): it lies inside one of the step's words, so the steps holding a
+    word that contains it are a superset of the matches (``verif\\s+tests?`` -> "verif"). Runs on
+    the pattern's own path only: inside a group or a repeat of at least once, not across an
+    alternation."""
+    import re._constants as c
+
+    parsed = _parsed_plainly(pattern)
+    if parsed is None:
+        return None
+    best = ""
+
+    def walk(items) -> None:
+        nonlocal best
+        run = ""
+        for op, arg in items:
+            if op is c.LITERAL and arg in _WORD_CHARS:
+                run += chr(arg)
+                best = max(best, run, key=len)
+                continue
+            if op is c.SUBPATTERN:
+                walk(arg[-1])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT) and arg[0] >= 1:
+                walk(arg[2])
+            run = ""
+
+    walk(parsed)
+    return best.lower() if len(best) >= MIN_LITERAL else None
 
 
 def _longest(items) -> int:
@@ -230,4 +274,4 @@ def _longest(items) -> int:
     return best
 
 
-__all__ = ["MODES", "CompiledQuery", "QueryError", "query_compile", "required_literal", "word_only"]
+__all__ = ["MODES", "CompiledQuery", "QueryError", "query_compile", "required_literal", "word_literal", "word_only"]

@@ -15,7 +15,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.corpus.query import QueryError, query_compile, required_literal, word_only
+from annotations.corpus.query import QueryError, query_compile, required_literal, word_literal, word_only
 from annotations.corpus.selectors import CorpusQuery, corpus_search
 from tests.annotations.releases_factories import make_trace
 from traces.importing.service import traces_import
@@ -109,6 +109,10 @@ QUERIES = [
     ("\\bmaint[a-z]*", "regex"),
     ("(appro|unappro)ved\\b", "regex"),
     ("^def", "regex"),
+    # not of word characters only: the words holding their longest run of them (finding.vocabulary_lookups)
+    ("inta[^ ]+", "regex"),
+    ("unit.tests", "regex"),
+    ("score ?== ?0", "regex"),
 ]
 
 
@@ -251,6 +255,12 @@ def test_word_only():
     for pattern in ("inta.x", "int[^a]x", "foo\\x41", "foo(?=o)x", "run 777", "abc\\.", "[[:alpha:]]abc",
                     "(abc)\\1", "abc\\s", "\\mverif\\W+tests", "caf[é]"):  # fmt: skip
         assert not word_only(pattern), pattern
+    # the longest run of word characters every match holds (lower-cased), or None
+    assert word_literal("inta.x") == "inta" and word_literal("run 7777\\d\\.1\\y") == "7777"
+    assert word_literal("verif\\s+tests?") == "verif" and word_literal("(?c)INTA[^ ]+") == "inta"
+    assert word_literal("(abc|abd)xy") is None and word_literal("(hello)+ world") == "hello"
+    assert word_literal("foo\\x41bar") is None  # PostgreSQL reads \x41b as one character
+    assert word_literal("a.b.c") is None and word_literal("(abcd)? x") is None
 
 
 def test_required_literal():
@@ -265,12 +275,14 @@ def test_required_literal():
     "text,mode,index,cap",
     [("approved", "words", "step_words_gin", 5000), ("unit tests", "phrase", "step_words_gin", 5000),
      ("verif", "prefix", "step_words_gin", 5000), ("inta\\w+", "regex", "step_words_gin", 5000),
-     ("task", "prefix", "step_content_trgm", 1), ("def \\w+_game", "regex", "step_content_trgm", 5000)],
+     ("task", "prefix", "step_content_trgm", 1), ("def \\w+_game", "regex", "step_words_gin", 5000),
+     ("x\\.y\\.z", "regex", "step_content_trgm", 5000)],
 )  # fmt: skip
 def test_an_index_serves_the_search(corpus, project, manager, monkeypatch, text, mode, index, cap):
     """The plan of the search's index part reads the word index (words, phrases; prefixes and
-    regexes of word characters, with the steps holding too long a word) or the trigram index (other
-    regexes; a pattern matching more words of the vocabulary than the cap), never every step."""
+    regexes with a run of 3+ word characters, with the steps holding too long a word) or the
+    trigram index (other regexes; a pattern matching more words of the vocabulary than the cap),
+    never every step."""
     from annotations.corpus import finding
 
     monkeypatch.setattr(finding, "VOCABULARY_CAP", cap)
