@@ -39,13 +39,13 @@ from annotations.releases.jobs import (
     release_prefix,
     remove_partial_build,
 )
+from annotations.releases.records import release_records
 from annotations.releases.selectors import (
     ReleaseSpec,
     ReleaseStats,
     release_agreement,
     release_count_candidates,
     release_inputs_fingerprint,
-    release_records,
     release_withheld,
 )
 from taxonomy.mapping import VersionMapper

@@ -363,9 +363,9 @@ def test_parquet_keeps_unknown_labels_as_null(project, manager, mast_version, an
 
 
 def test_trace_text_is_read_in_byte_bounded_batches(project, manager, mast_version, monkeypatch):
-    from annotations.releases import selectors
+    from annotations.releases import records as records_module
 
-    monkeypatch.setattr(selectors, "TEXT_BATCH_BYTES", 1)  # one trace per batch
+    monkeypatch.setattr(records_module, "TEXT_BATCH_BYTES", 1)  # one trace per batch
     traces = [make_trace(project) for _ in range(5)]
     closed_round(project, mast_version, {t: {"1.1"} for t in traces})
     records = jsonl_records(build(project, manager))
