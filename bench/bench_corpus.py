@@ -388,6 +388,8 @@ def searches(client, runs: int) -> None:
         ("phrase of one trace (run 777777)", {"q": "run 777777", "mode": "phrase"}),
         (f"prefix ({w['once'][:5]})", {"q": w["once"][:5], "mode": "prefix"}),
         (f"regex ({w['once'][:4]}\\w+)", {"q": w["once"][:4] + "\\w+", "mode": "regex"}),
+        (f"regex ({w['once'][:4]}[^ ]+)", {"q": w["once"][:4] + "[^ ]+", "mode": "regex"}),
+        ("regex, no run of word characters (\\.py\\b)", {"q": "\\.py\\b", "mode": "regex"}),
         ("regex (run 7777\\d\\.1\\y)", {"q": "run 7777\\d\\.1\\y", "mode": "regex"}),
         ("word of 2,000 + framework + step kind", {"q": "marmotcache", "framework": "AG2", "kind": "message"}),
         ("word of 2,000 + agreed label present", {"q": "marmotcache", "label": "agreed:1.1:present"}),
