@@ -338,6 +338,10 @@ def plant_rare_words() -> None:
             ids = rng.sample(range(lo, hi + 1), n)
             c.execute("UPDATE traces_step SET content = content || ' ' || %s WHERE trace_id = ANY(%s) AND index = 2",
                       [word, ids])  # fmt: skip
+    # the changed steps wait for the indexer again (traces migration 0021), which adds their words
+    from traces.search.indexing import steps_index_pending
+
+    steps_index_pending()
 
 
 def pick_words() -> dict[str, str]:

@@ -385,3 +385,19 @@ def test_a_new_import_is_searchable_once_indexed_and_the_search_says_so(corpus, 
     assert steps_index_pending(batch=1) == 2  # batches smaller than the work: it goes on until none wait
     result = corpus_search(user=manager, project=project, query=query)
     assert result.n_steps == 1 and result.waiting == 0
+
+
+def test_a_step_whose_text_changes_waits_for_the_indexer_and_is_found_after(corpus, project, manager):
+    """An edit of a searchable step's text (admin, a script) makes it wait for the indexer again
+    (traces migration 0021), which adds its new words to the vocabulary: a regex of word characters
+    then finds it; meanwhile the search says a trace waits."""
+    step = Step.objects.filter(trace=corpus, index=0).get()
+    Step.objects.filter(pk=step.pk).update(content=step.content + " wombatize")
+    assert not Step.objects.get(pk=step.pk).searchable
+    query = CorpusQuery(q="wombat\\w+", mode="regex")
+    assert corpus_search(user=manager, project=project, query=query).waiting == 1
+    assert steps_index_pending() == 1
+    pairs, _ = found(manager, project, query)
+    assert pairs == {(corpus.pk, 0)}
+    Step.objects.filter(pk=step.pk).update(agent="Someone else")  # not its text: stays searchable
+    assert Step.objects.get(pk=step.pk).searchable
