@@ -17,7 +17,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.utils import OperationalError
 
-from annotations.corpus.query import CompiledQuery, QueryError, word_literal, word_only
+from annotations.corpus.query import PLAIN_WORD, CompiledQuery, QueryError, word_exact, word_literal, word_only
 from traces.models import Project
 
 if TYPE_CHECKING:
@@ -25,9 +25,6 @@ if TYPE_CHECKING:
 
 SEARCH_TIMEOUT_MS = 20_000
 FEW_TRACES = 1_000  # label filters keeping more traces are a filter, not an index lookup
-
-
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9_]{1,100}")
 
 
 def word_lookup(compiled: CompiledQuery) -> str | None:
@@ -39,7 +36,7 @@ def word_lookup(compiled: CompiledQuery) -> str | None:
     differ from how the regex ignores case); without one, None (an empty lookup matches every step)."""
     if compiled.mode not in ("words", "phrase"):
         return None
-    plain = [w for w in re.findall(r"\w+", compiled.text) if _PLAIN_WORD.fullmatch(w)]
+    plain = [w for w in re.findall(r"\w+", compiled.text) if PLAIN_WORD.fullmatch(w)]
     return " ".join(plain) or None
 
 
@@ -50,16 +47,21 @@ _LONG_WORDS = "s.content ~ '[[:alnum:]_]{101}'"
 
 def vocabulary_lookups(cur, compiled: CompiledQuery) -> list[list[str]] | None:
     """For a prefix or regex search, per pattern, the words of the vocabulary (``SearchWord``) a
-    step matching it must hold one of: the words the pattern matches where every match is made of
-    word characters (``query.word_only``), else the words containing its longest run of word
-    characters (``query.word_literal``); at most ``VOCABULARY_CAP`` each. A matching step holds one
-    of them or a word too long for the word index (``step_long_words``): a superset the regex
-    narrows. None where a pattern's words pass the cap, or no pattern has either (the trigram
-    index serves it). ``(?c)`` is left out for the lookup: the vocabulary is lower-cased."""
+    step matching it must hold one of: the word every match holds whole (``\\.py\\y``: "py",
+    ``query.word_exact``; no lookup, so a short one serves too), else the words the pattern matches
+    where every match is made of word characters (``query.word_only``), else the words containing
+    its longest run of word characters (``query.word_literal``); at most ``VOCABULARY_CAP`` each. A
+    matching step holds one of them or a word too long for the word index (``step_long_words``): a
+    superset the regex narrows. None where a pattern's words pass the cap, or no pattern has any
+    (the trigram index serves it). ``(?c)`` is left out for the lookup: the vocabulary is
+    lower-cased."""
     if compiled.mode not in ("prefix", "regex"):
         return None
     lookups = []
     for pattern in compiled.patterns:
+        if (exact := word_exact(pattern)) is not None:
+            lookups.append([exact])  # a whole word of every match: no lookup needed
+            continue
         if word_only(pattern):
             test, arg = "word ~* %s", pattern.removeprefix("(?c)")
         elif (literal := word_literal(pattern)) is not None:
@@ -130,19 +132,21 @@ def conditions(
 #    text, then at most ``MORE_BYTES`` more where the first window predicts the cap within it). A
 #    word in a fifth of the steps fills the cap from a few thousand steps, where building the
 #    bitmap of its millions of steps took 1-2 s at 20 M steps.
-# 2. For a words or phrase search the word index's statistics know as common (``_common_share``:
-#    ANALYZE keeps its most common words and their shares), the oldest traces' steps, one by one,
-#    as far as that share predicts the cap (at most ``MORE_BYTES``). The newest traces may hold a
-#    common word sparsely (an import of another kind of traces: 1.7% of their steps where the rest
-#    hold it in a fifth), and its bitmap took ~1 s at 20 M steps.
-# 3. The rest from an index (``_indexed``: the word index for words and phrases and for prefixes
-#    and regexes of word characters, else the trigram index): a bitmap scan, each candidate
-#    rechecked, joined to its trace by primary key. Left to itself the planner may walk every step
-#    of the project's traces instead (a bitmap of step_unique_index per trace, the regex on each
-#    step): for a rare word that reads the whole project, so the plan is pinned. The steps are a
-#    MATERIALIZED CTE read only as far as the LIMIT needs. work_mem: the bitmap of a common word
-#    holds 100,000s of rows; in the default 4 MB it goes lossy and every row of those pages is
-#    rechecked (2.6 s instead of 0.65 s for 10,000 hits at 20 M).
+# 2. For a search whose whole words (``_whole_words``: a words or phrase search's, a regex's such
+#    as ``\.py\b``) the word index's statistics know as common (``_common_share``: ANALYZE keeps
+#    its most common words and their shares), the oldest traces' steps, one by one, as far as that
+#    share predicts the cap (at most ``MORE_BYTES``). The newest traces may hold a common word
+#    sparsely (an import of another kind of traces: 1.7% of their steps where the rest hold it in
+#    a fifth), and its bitmap took ~1 s at 20 M steps.
+# 3. The rest from an index (``_indexed``: the word index for words and phrases, for regexes
+#    holding a whole word or a run of 3+ word characters and for prefixes, else the trigram
+#    index): a bitmap scan, each candidate rechecked, joined to its trace by primary key. Left to
+#    itself the planner may walk every step of the project's traces instead (a bitmap of
+#    step_unique_index per trace, the regex on each step): for a rare word that reads the whole
+#    project, so the plan is pinned. The steps are a MATERIALIZED CTE read only as far as the
+#    LIMIT needs. work_mem: the bitmap of a common word holds 100,000s of rows; in the default
+#    4 MB it goes lossy and every row of those pages is rechecked (2.6 s instead of 0.65 s for
+#    10,000 hits at 20 M).
 #
 # Under the cap every way gives every match of its traces, so the answer is the same whichever
 # ran (the tests compare each with a scan); over it, the steps read are the newest window's, then
@@ -203,13 +207,25 @@ def _window_up(cur, project_id: int, nbytes: float, below: int) -> int:
     return above
 
 
+def _whole_words(compiled: CompiledQuery) -> list[str] | None:
+    """The words every matching step holds whole: a words or phrase search's (``word_lookup``), a
+    regex's or prefix's where each pattern holds one (``query.word_exact``); else None."""
+    words = word_lookup(compiled)
+    if words is not None:
+        return words.lower().split()
+    if compiled.mode in ("prefix", "regex"):
+        exact = [word_exact(p) for p in compiled.patterns]
+        return [w for w in exact if w] if all(exact) else None
+    return None
+
+
 def _common_share(cur, compiled: CompiledQuery) -> float:
-    """The share of searchable steps holding every word of a words or phrase search, from the
+    """The share of searchable steps holding every word of a search (``_whole_words``), from the
     statistics ANALYZE keeps of the word index (its most common words with their shares, over a
     sample of the table: every project's steps); as if the words were independent. 0 for a word
     not among them, and for other searches."""
-    words = word_lookup(compiled)
-    if words is None:
+    words = _whole_words(compiled)
+    if not words:
         return 0.0
     cur.execute(
         "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
@@ -220,7 +236,7 @@ def _common_share(cur, compiled: CompiledQuery) -> float:
         return 0.0
     shares = dict(zip(row[0], row[1], strict=False))  # the freqs end with three summary numbers
     share = 1.0
-    for word in words.lower().split():
+    for word in words:
         share *= shares.get(word, 0.0)
     return share
 

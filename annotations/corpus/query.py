@@ -14,9 +14,11 @@ PostgreSQL's full-text parser was not used because it splits paths, URLs and e-m
 into tokens of its own (``/usr/approved/x`` holds no token "approved"), so its answers would not
 equal a scan, and a step of a few MB of distinct words overflows a tsvector (1 MB) and would fail
 its import. A trigram index can only help where every match contains three plain characters in a
-row: a word or prefix needs 3+ characters, a phrase one word of 3+, a regular expression a literal
-run of 3+ on every branch (``verif.*test`` yes, ``a.b`` or ``x|yz`` no); anything else would read
-every step of the project and is refused with that reason.
+row; the word index (``traces`` migration 0019) takes a word of any length. So a word needs 3+
+characters or plain ASCII letters and digits, a prefix 3+ characters, a phrase one word of either,
+a regular expression a literal run of 3+ on every branch (``verif.*test`` yes, ``a.b`` or
+``x|yz`` no) or a whole word in every match (``\\.py\\b``); anything else would read every step
+of the project and is refused with that reason.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ MAX_QUERY = 300
 MAX_WORDS = 8
 
 _WORD = re.compile(r"\w+")
+# a word that is certainly a key of the word index (``traces`` migration 0019) as typed: plain ASCII
+# (lower-casing elsewhere is the locale's), at most the 100 characters ``step_words`` keeps
+PLAIN_WORD = re.compile(r"[A-Za-z0-9_]{1,100}")
 
 
 class QueryError(ValueError):
@@ -79,25 +84,27 @@ def query_compile(text: str, mode: str = "words") -> CompiledQuery:
             literal = required_literal(text)
         except re.error as exc:
             raise QueryError(f"Not a regular expression this search can read: {exc}.") from None
-        if literal < MIN_LITERAL:
+        pattern = word_edges(text)
+        if literal < MIN_LITERAL and word_exact(pattern) is None:
             raise QueryError(
                 "A regular expression needs a run of at least 3 plain characters that every match "
-                "contains (e.g. verif.*tests), on every branch of an |: without one the index cannot "
-                "help and the search would read every step."
+                "contains (e.g. verif.*tests), on every branch of an |, or a whole word (e.g. \\.py\\b): "
+                "without one the index cannot help and the search would read every step."
             )
-        pattern = word_edges(text)
         return CompiledQuery(mode, text, (pattern,), pattern)
     words = _words(text)
     if mode == "phrase":
-        if max(len(w) for w in words) < MIN_LITERAL:
-            raise QueryError("A phrase needs at least one word of 3 or more characters.")
+        if not any(len(w) >= MIN_LITERAL or PLAIN_WORD.fullmatch(w) for w in words):
+            raise QueryError("A phrase needs a word of 3 or more characters or of plain letters and digits.")
         pattern = r"\m" + r"\W+".join(re.escape(w) for w in words) + r"\M"
         return CompiledQuery(mode, text, (pattern,), pattern)
-    short = [w for w in words if len(w) < MIN_LITERAL]
+    # a short word is a key of the word index when plain (words); a prefix needs 3 characters
+    short = [w for w in words if len(w) < MIN_LITERAL and (mode == "prefix" or not PLAIN_WORD.fullmatch(w))]
     if short:
         raise QueryError(
-            f"Words of fewer than 3 characters cannot be looked up ({', '.join(short)}): leave them out, "
-            "or search the phrase they belong to."
+            f"{'Prefixes' if mode == 'prefix' else 'Words'} of fewer than 3 characters "
+            f"{'' if mode == 'prefix' else 'other than plain letters and digits '}cannot be looked up "
+            f"({', '.join(short)}): leave them out, or search the phrase they belong to."
         )
     end = r"\M" if mode == "words" else ""
     patterns = tuple(dict.fromkeys(r"\m" + re.escape(w) + end for w in words))
@@ -251,6 +258,64 @@ def word_literal(pattern: str) -> str | None:
     return best.lower() if len(best) >= MIN_LITERAL else None
 
 
+def word_exact(pattern: str) -> str | None:
+    """The longest run of ASCII word characters that every match of ``pattern`` holds as a whole
+    word, lower-cased (None without one): a run with a non-word character or a start on its left
+    (an ASCII punctuation or space, a class of them, ``^``, a word edge) and one or an end on its
+    right (``\\.py\\y`` -> "py"). Every matching step then holds that word among its
+    ``step_words``, however short the word (or a run too long for them: ``step_long_words``).
+    Runs on the pattern's own path only, as ``word_literal``."""
+    import re._constants as c
+
+    parsed = _parsed_plainly(pattern)
+    if parsed is None:
+        return None
+    starts = (c.AT_BOUNDARY, c.AT_BEGINNING, c.AT_BEGINNING_STRING)
+    ends = (c.AT_BOUNDARY, c.AT_END, c.AT_END_STRING)
+
+    def nonword(op, arg) -> bool:
+        """Whether every character the item matches is an ASCII non-word one (PostgreSQL's
+        ``[[:alnum:]]`` holds every letter: only ASCII is certainly not a word character)."""
+        if op is c.LITERAL:
+            return arg < 128 and arg not in _WORD_CHARS
+        if op is c.IN:
+            return all((o is c.LITERAL and a < 128 and a not in _WORD_CHARS)
+                       or (o is c.CATEGORY and a is c.CATEGORY_SPACE) for o, a in arg)  # fmt: skip
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+            return arg[0] >= 1 and bool(arg[2]) and all(nonword(o, a) for o, a in arg[2])
+        if op is c.SUBPATTERN:
+            return bool(arg[-1]) and all(nonword(o, a) for o, a in arg[-1])
+        return False
+
+    best = ""
+
+    def walk(items) -> None:
+        nonlocal best
+        i = 0
+        while i < len(items):
+            op, arg = items[i]
+            if op is c.SUBPATTERN:
+                walk(arg[-1])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT) and arg[0] >= 1:
+                walk(arg[2])
+            if not (op is c.LITERAL and arg in _WORD_CHARS):
+                i += 1
+                continue
+            j = i
+            while j < len(items) and items[j][0] is c.LITERAL and items[j][1] in _WORD_CHARS:
+                j += 1
+            before = items[i - 1] if i else None
+            after = items[j] if j < len(items) else None
+            left = before is not None and ((before[0] is c.AT and before[1] in starts) or nonword(*before))
+            right = after is not None and ((after[0] is c.AT and after[1] in ends) or nonword(*after))
+            if left and right and j - i > len(best):
+                best = "".join(chr(a) for _o, a in items[i:j])
+            i = j
+
+    walk(parsed)
+    return best.lower() or None
+
+
 def _longest(items) -> int:
     """The longest literal run a sequence of parsed items guarantees."""
     import re._constants as c
@@ -274,4 +339,13 @@ def _longest(items) -> int:
     return best
 
 
-__all__ = ["MODES", "CompiledQuery", "QueryError", "query_compile", "required_literal", "word_literal", "word_only"]
+__all__ = [
+    "MODES",
+    "CompiledQuery",
+    "QueryError",
+    "query_compile",
+    "required_literal",
+    "word_exact",
+    "word_literal",
+    "word_only",
+]

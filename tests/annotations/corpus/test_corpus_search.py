@@ -15,7 +15,14 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.corpus.query import QueryError, query_compile, required_literal, word_literal, word_only
+from annotations.corpus.query import (
+    QueryError,
+    query_compile,
+    required_literal,
+    word_exact,
+    word_literal,
+    word_only,
+)
 from annotations.corpus.selectors import CorpusQuery, corpus_search
 from tests.annotations.releases_factories import make_trace
 from traces.importing.service import traces_import
@@ -104,6 +111,8 @@ QUERIES = [
     ("\\bapproved\\b", "regex"),  # a word edge written the Python way (PostgreSQL's \b is a backspace)
     ("error", "words"),
     ("task", "prefix"),
+    ("ok", "words"),  # a short word: a key of the word index
+    ("of the", "phrase"),
     # matches of word characters only: looked up among the vocabulary's words (finding.vocabulary_lookups)
     ("inta\\w+", "regex"),
     ("\\bmaint[a-z]*", "regex"),
@@ -113,6 +122,13 @@ QUERIES = [
     ("inta[^ ]+", "regex"),
     ("unit.tests", "regex"),
     ("score ?== ?0", "regex"),
+    # a whole word in every match, however short: looked up as that word (query.word_exact)
+    ("\\.py\\b", "regex"),
+    ("-tests\\s", "regex"),
+    ("\\s==\\s0\\b", "regex"),
+]
+WHOLE_WORDS = [
+    (t, m) for t, m in QUERIES if m in ("words", "phrase") or (m == "regex" and word_exact(t.replace("\\b", "\\y")))
 ]
 
 
@@ -133,10 +149,10 @@ def test_search_equals_a_scan_of_every_step(corpus, project, manager, text, mode
     _equals_a_scan(project, manager, CorpusQuery(q=text, mode=mode))
 
 
-@pytest.mark.parametrize("text,mode", [(t, m) for t, m in QUERIES if m in ("words", "phrase")])
+@pytest.mark.parametrize("text,mode", WHOLE_WORDS)
 def test_search_equals_a_scan_the_oldest_way(corpus, project, manager, monkeypatch, text, mode):
     """The "oldest" way: windows of a few traces, newest and (for a word the statistics know as common)
-    oldest, the index between them (words and phrases only: the others never read the oldest)."""
+    oldest, the index between them (searches with whole words only: the others never read the oldest)."""
     from annotations.corpus import finding
 
     monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
@@ -160,10 +176,12 @@ def _equals_a_scan(project, manager, query: CorpusQuery) -> None:
             assert [h.index for h in g.hits] == sorted(i for t, i in expected if t == g.trace_id)[:3]
 
 
-def test_a_common_word_is_read_from_the_oldest_traces_then_the_index(corpus, project, manager, monkeypatch):
+@pytest.mark.parametrize("regex", [False, True])
+def test_a_common_word_is_read_from_the_oldest_traces_then_the_index(corpus, project, manager, monkeypatch, regex):
     """A word the word index's statistics know as common is read from the oldest traces one by one
     (no bitmap of its many steps), the traces between them and the newest window from the index:
-    every match, as a scan finds them."""
+    every match, as a scan finds them. So is a regex holding it whole (after a space, before a
+    word edge)."""
     from django.test.utils import CaptureQueriesContext
 
     from annotations.corpus import finding
@@ -178,11 +196,12 @@ def test_a_common_word_is_read_from_the_oldest_traces_then_the_index(corpus, pro
     monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
     monkeypatch.setattr(finding, "MORE_BYTES", 20_000)
     monkeypatch.setattr(finding, "STEP_BYTES", 1)
+    query = CorpusQuery(q=f"\\s{word}\\b", mode="regex") if regex else CorpusQuery(q=word)
     with CaptureQueriesContext(connection) as ctx:
-        pairs, result = found(manager, project, CorpusQuery(q=word))
+        pairs, result = found(manager, project, query)
     sql = [q["sql"] for q in ctx.captured_queries]
     assert any("ORDER BY s.trace_id ASC" in q for q in sql) and any("MATERIALIZED" in q for q in sql)
-    expected = brute(project, CorpusQuery(q=word))
+    expected = brute(project, query)
     assert pairs <= expected and result.n_steps == len(expected)
     assert set(result.trace_ids) == {t for t, _ in expected}
 
@@ -248,9 +267,11 @@ def test_capped_search_says_so(corpus, project, manager, monkeypatch):
     [
         ("a.b", "regex", "3 plain characters"),
         ("ab|xyz", "regex", "3 plain characters"),
+        ("py\\b", "regex", "or a whole word"),
         ("(unclosed", "regex", "Not a regular expression"),
-        ("ok", "words", "fewer than 3"),
-        ("is ok", "phrase", "3 or more"),
+        ("ok ß", "words", "fewer than 3 characters other than plain"),
+        ("ok", "prefix", "Prefixes of fewer than 3"),
+        ("ü ß", "phrase", "3 or more"),
         ("", "words", "Type what"),
         ("x" * 400, "words", "at most"),
     ],
@@ -273,6 +294,12 @@ def test_word_only():
     assert word_literal("(abc|abd)xy") is None and word_literal("(hello)+ world") == "hello"
     assert word_literal("foo\\x41bar") is None  # PostgreSQL reads \x41b as one character
     assert word_literal("a.b.c") is None and word_literal("(abcd)? x") is None
+    # the longest word every match holds whole (a non-word character, a start or an edge around it)
+    assert word_exact("\\.py\\y") == "py" and word_exact("\\s+py\\s+") == "py" and word_exact("^Run:") == "run"
+    assert word_exact("[./]py$") == "py" and word_exact("foo\\.py\\y") == "py" and word_exact("\\ypy\\y") == "py"
+    assert word_exact("(?c)\\.PY\\y") == "py" and word_exact("x = 12;") == "12"
+    for pattern in ("py\\y", "x\\.py", ".py ", "[^a]py ", "\\.pyé", "é+py ", "a|\\.py\\y", "\\x41py ", "\\.p\\w "):
+        assert word_exact(pattern) is None, pattern
 
 
 def test_required_literal():
@@ -288,7 +315,7 @@ def test_required_literal():
     [("approved", "words", "step_words_gin", 5000), ("unit tests", "phrase", "step_words_gin", 5000),
      ("verif", "prefix", "step_words_gin", 5000), ("inta\\w+", "regex", "step_words_gin", 5000),
      ("task", "prefix", "step_content_trgm", 1), ("def \\w+_game", "regex", "step_words_gin", 5000),
-     ("x\\.y\\.z", "regex", "step_content_trgm", 5000)],
+     ("x\\.y.z", "regex", "step_content_trgm", 5000), ("\\.py\\b", "regex", "step_words_gin", 1)],
 )  # fmt: skip
 def test_an_index_serves_the_search(corpus, project, manager, monkeypatch, text, mode, index, cap):
     """The plan of the search's index part reads the word index (words, phrases; prefixes and
