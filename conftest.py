@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,36 @@ def _xdist_separate(url: str, worker: str) -> str:
     base, _, db = url.rpartition("/")
     n = int(worker.removeprefix("gw") or 0)
     return f"{base}/{(int(db) - n) % 16}" if url.startswith("redis") and db.isdigit() else url
+
+
+# The files that take minutes each (``--durations`` on two cores), handed out first. Under
+# ``-n 2 --dist loadfile`` (scripts/test.sh) xdist gives each worker a whole file at a time, by
+# default those with the most tests first: these hold few tests (one fuzz test per role, one axe
+# walk per role), so they came last and ran alone while the other worker had finished (~3 min).
+SLOW_FIRST = (
+    "tests/browser/test_axe_pages.py",
+    "tests/test_api_fuzz_manager.py",
+    "tests/test_api_fuzz_annotator.py",
+    "tests/test_blind_scan.py",
+    "tests/test_crash_recovery.py",
+    "tests/test_job_recovery.py",
+    "tests/browser/test_csp_pages.py",
+    "tests/test_cluster.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (scripts/test.sh passes ``--no-loadscope-reorder``): ``SLOW_FIRST``, then the
+    other files, most tests first (the longest work first balances two workers best). Each file's
+    tests keep their order. A run in one process keeps pytest-django's order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    files = [item.nodeid.split("::")[0] for item in items]
+    counts = Counter(files)
+    order = {id(item): (rank.get(f, len(rank)), -counts[f], f) for item, f in zip(items, files, strict=True)}
+    items.sort(key=lambda item: order[id(item)])
 
 
 @pytest.fixture(autouse=True, scope="session")

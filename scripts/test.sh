@@ -27,7 +27,8 @@ checks=$(mktemp -d)
 ( status=0; .venv/bin/mypy --no-error-summary > "$checks/mypy" 2>&1 || status=$?; echo $status > "$checks/mypy.rc" ) &
 ( .venv/bin/python scripts/outdated.py > "$checks/outdated" 2>&1 || true ) &
 rc=0
-.venv/bin/pytest --create-db -n "${MAST_TEST_WORKERS:-2}" --dist loadfile "$@" || rc=$?
+# --no-loadscope-reorder: the files come in conftest.py's order (SLOW_FIRST, then most tests first).
+.venv/bin/pytest --create-db -n "${MAST_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" || rc=$?
 wait
 cat "$checks/outdated"
 if [ "$(cat "$checks/mypy.rc")" != 0 ]; then
