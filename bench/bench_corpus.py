@@ -10,7 +10,8 @@ Run: .venv/bin/python bench/bench_corpus.py [--traces 1000000] [--steps-per-trac
      dates over a year) of mean-14 to mean+14 steps (mean --steps-per-trace), each step a real step of the pool
      (agent, kind and text; cut to at most 600 characters) with the trace's number in it, so no
      two steps are equal; the trace's raw text is its steps joined. Loaded with COPY, the step indexes
-     dropped during the load and built after it (timed: the disk they take is printed);
+     dropped during the load and built after it, the word index beside the vocabulary (timed: the disk
+     they take is printed); a build stopped halfway resumes with --reuse;
    * a closed round of 20,000 traces with two raters and agreed labels, a judge on 100,000 traces,
      and a draft round (the round page); then a closed round "Every trace" with agreed labels on
      every other trace (a release holds the traces with agreed labels: the release of every trace).
@@ -170,90 +171,141 @@ def top_up(min_steps: int, mean_steps: int) -> None:
           f"{time.perf_counter() - t0:.0f} s: {have + added:,} steps ({load()})")  # fmt: skip
 
 
-def fill(n_traces: int, mean_steps: int, seed: int = 32) -> None:
+def fill(n_traces: int, mean_steps: int) -> None:
+    """A fresh database: the project (COPY, the step indexes dropped), then ``step_indexes`` and
+    ``labels``."""
     from django.contrib.auth import get_user_model
-    from django.db import connection, transaction
-    from django.utils import timezone
+    from django.db import connection
 
-    from annotations.models import Adjudication, Annotation, Rater, Round, RoundAnnotator, RoundTrace
-    from traces.models import Trace
-    from traces.projects.services import membership_set, project_create
+    from traces.projects.services import project_create
 
     User = get_user_model()
     manager = User.objects.create_user("bench-manager")
     pool = real_pool(manager)
     project = project_create(name="Corpus bench", slug="bench", by=manager)
-    rng = random.Random(seed)
-    now = timezone.now()
     t0 = time.perf_counter()
     with connection.cursor() as c:  # the step indexes are built after the load (the migrations build them)
         c.execute("DROP INDEX IF EXISTS step_content_trgm")
         c.execute("DROP INDEX IF EXISTS step_words_gin")
         c.execute("DROP INDEX IF EXISTS step_long_words")
-    n_steps_total = load_traces(project, pool, 0, n_traces, mean_steps, rng, t0)
+    n_steps_total = load_traces(project, pool, 0, n_traces, mean_steps, random.Random(32), t0)
     print(f"loaded {n_traces:,} traces and {n_steps_total:,} steps in {time.perf_counter() - t0:.0f} s ({load()})")
-    t1 = time.perf_counter()
+
+
+def _build(label: str, statements: list[str]) -> str:
+    """Run ``statements`` on a connection of this thread's own (maintenance_work_mem 1 GB each: two run
+    side by side); say how long they took."""
+    from django.db import connection
+
+    t = time.perf_counter()
+    try:
+        with connection.cursor() as c:
+            c.execute("SET maintenance_work_mem = '1GB'")
+            for sql in statements:
+                c.execute(sql)
+    finally:
+        connection.close()
+    return f"{label} in {time.perf_counter() - t:.0f} s"
+
+
+def step_indexes() -> None:
+    """The step indexes the load dropped, each only where missing (a build stopped halfway resumes):
+    the trigram index, then the word index beside the vocabulary and the long words' index (two
+    connections: one core each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
     with connection.cursor() as c:
-        c.execute("SET maintenance_work_mem = '2GB'")
-        c.execute("CREATE INDEX step_content_trgm ON traces_step USING gin (content gin_trgm_ops) WHERE searchable")
-        t2 = time.perf_counter()
-        c.execute("CREATE INDEX step_words_gin ON traces_step USING gin (step_words(content)) WHERE searchable IS TRUE")
-        t3 = time.perf_counter()
-        # the vocabulary and the long words' index, as migration 0020 builds them (the indexer keeps them after)
-        vocabulary = import_module("traces.migrations.0020_search_words")
-        c.execute(vocabulary.FILL)
-        c.execute(f"CREATE INDEX step_long_words {vocabulary.INDEXES['step_long_words']}")
+        c.execute("SELECT array_agg(indexname::text) FROM pg_indexes WHERE tablename = 'traces_step'")
+        have = set(c.fetchone()[0] or ())
+        c.execute("SELECT EXISTS (SELECT 1 FROM traces_searchword)")
+        vocabulary_filled = c.fetchone()[0]
+    # the vocabulary and the long words' index, as migration 0020 builds them (the indexer keeps them after)
+    vocabulary = import_module("traces.migrations.0020_search_words")
+    trigram = ["CREATE INDEX step_content_trgm ON traces_step USING gin (content gin_trgm_ops) WHERE searchable"]
+    words = ["CREATE INDEX step_words_gin ON traces_step USING gin (step_words(content)) WHERE searchable IS TRUE"]
+    rest = [] if vocabulary_filled else [vocabulary.FILL]
+    if "step_long_words" not in have:
+        rest.append(f"CREATE INDEX step_long_words {vocabulary.INDEXES['step_long_words']}")
+    done = []
+    if "step_content_trgm" not in have:
+        done.append(_build("trigrams", trigram))
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [pool.submit(_build, "words", words)] if "step_words_gin" not in have else []
+        jobs += [pool.submit(_build, "the vocabulary and the long words' index", rest)] if rest else []
+        done += [job.result() for job in jobs]
+    with connection.cursor() as c:
         c.execute("SELECT pg_size_pretty(pg_relation_size('step_content_trgm')), "
                   "pg_size_pretty(pg_relation_size('step_words_gin')), "
                   "pg_size_pretty(pg_total_relation_size('traces_searchword')), "
                   "(SELECT count(*) FROM traces_searchword), "
                   "pg_size_pretty(pg_total_relation_size('traces_step'))")  # fmt: skip
-        trgm, words, vocab, n_vocab, steps = c.fetchone()
-    print(f"step indexes built: trigrams in {t2 - t1:.0f} s, {trgm}; words in {t3 - t2:.0f} s, {words}; "
-          f"the vocabulary ({n_vocab:,} words, {vocab} with its index) and the long words' index in "
-          f"{time.perf_counter() - t3:.0f} s (steps with their TOAST and indexes: {steps})")  # fmt: skip
+        trgm, word_index, vocab, n_vocab, steps = c.fetchone()
+    print(f"step indexes built ({'; '.join(done) or 'all there already'}): trigrams {trgm}, words {word_index}, "
+          f"the vocabulary {n_vocab:,} words, {vocab} with its index (steps with their TOAST and indexes: "
+          f"{steps}; {load()})")  # fmt: skip
 
-    # labels: a closed round of LABELLED traces (two raters, agreed labels), a judge on JUDGED traces
-    version = project.taxonomy_version
-    modes = list(version.modes.order_by("order", "code").values_list("id", "code"))
-    ids = list(Trace.objects.filter(project=project).order_by("-id").values_list("id", flat=True)[:JUDGED])
-    raters = []
-    for r in range(2):
-        user = User.objects.create_user(f"bench-rater-{r}")
-        membership_set(project=project, user=user, role="annotator")
-        raters.append(Rater.objects.create(user=user, kind="human", name=user.username))
-    judge = Rater.objects.create(kind="llm", name="bench-judge")
-    rnd = Round.objects.create(project=project, name="Closed round", taxonomy_version=version, state="closed",
-                               closed_at=now)  # fmt: skip
-    RoundAnnotator.objects.bulk_create(RoundAnnotator(round=rnd, user=r.user) for r in raters)
-    labelled = ids[:LABELLED]
-    rates = {code: 0.03 + 0.2 * rng.random() for _, code in modes}
-    with transaction.atomic():
-        cur = connection.connection.cursor()
-        copy_rows(cur, "annotations_roundtrace", ["round_id", "trace_id", "order"],
-                  ((rnd.pk, t, i) for i, t in enumerate(labelled)))  # fmt: skip
-        adj_cols = ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"]
-        copy_rows(cur, "annotations_adjudication", adj_cols,
-                  ((rnd.pk, t, m, "present" if rng.random() < rates[c] else "absent", "adjudicated", "", now)
-                   for t in labelled for m, c in modes))  # fmt: skip
-        cols = "trace_id rater_id taxonomy_version_id round_id state task_success notes revision source "
-        cols += "created_at updated_at submitted_at"
-        copy_rows(
-            cur,
-            "annotations_annotation",
-            cols.split(),
-            ((t, judge.pk, version.pk, None, "submitted", "unknown", "", 1, "{}", now, now, now) for t in ids),
-        )
-        cur.execute("SELECT id FROM annotations_annotation WHERE rater_id = %s", [judge.pk])
-        aids = [r[0] for r in cur.fetchall()]
-        copy_rows(cur, "annotations_modelabel", ["annotation_id", "mode_id", "decision", "evidence", "rationale",
-                                                   "confidence"],
-                  ((a, m, "present" if rng.random() < rates[c] else "absent", "[]", "", None)
-                   for a in aids for m, c in modes))  # fmt: skip
-    draft = Round.objects.create(project=project, name="Next round", taxonomy_version=version, state="draft")
-    RoundAnnotator.objects.bulk_create(RoundAnnotator(round=draft, user=r.user) for r in raters)
-    RoundTrace.objects.bulk_create(RoundTrace(round=draft, trace_id=t, order=i) for i, t in enumerate(ids[-200:]))
-    assert Adjudication.objects.filter(round=rnd).exists() and Annotation.objects.filter(rater=judge).exists()
+
+def labels(seed: int = 32) -> None:
+    """A closed round of LABELLED traces (two raters, agreed labels), a judge on JUDGED traces, a
+    draft round; once (skipped where the closed round is there)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from annotations.models import Adjudication, Annotation, Rater, Round, RoundAnnotator, RoundTrace
+    from traces.models import Project, Trace
+    from traces.projects.services import membership_set
+
+    if Round.objects.filter(project__slug="bench", name="Closed round").exists():
+        return
+    User = get_user_model()
+    project = Project.objects.get(slug="bench")
+    rng = random.Random(seed)
+    now = timezone.now()
+    t0 = time.perf_counter()
+    with transaction.atomic():  # whole or not at all: a rerun finds it or makes it
+        version = project.taxonomy_version
+        modes = list(version.modes.order_by("order", "code").values_list("id", "code"))
+        ids = list(Trace.objects.filter(project=project).order_by("-id").values_list("id", flat=True)[:JUDGED])
+        raters = []
+        for r in range(2):
+            user = User.objects.create_user(f"bench-rater-{r}")
+            membership_set(project=project, user=user, role="annotator")
+            raters.append(Rater.objects.create(user=user, kind="human", name=user.username))
+        judge = Rater.objects.create(kind="llm", name="bench-judge")
+        rnd = Round.objects.create(project=project, name="Closed round", taxonomy_version=version, state="closed",
+                                   closed_at=now)  # fmt: skip
+        RoundAnnotator.objects.bulk_create(RoundAnnotator(round=rnd, user=r.user) for r in raters)
+        labelled = ids[:LABELLED]
+        rates = {code: 0.03 + 0.2 * rng.random() for _, code in modes}
+        with transaction.atomic():
+            cur = connection.connection.cursor()
+            copy_rows(cur, "annotations_roundtrace", ["round_id", "trace_id", "order"],
+                      ((rnd.pk, t, i) for i, t in enumerate(labelled)))  # fmt: skip
+            adj_cols = ["round_id", "trace_id", "mode_id", "decision", "basis", "note", "at"]
+            copy_rows(cur, "annotations_adjudication", adj_cols,
+                      ((rnd.pk, t, m, "present" if rng.random() < rates[c] else "absent", "adjudicated", "", now)
+                       for t in labelled for m, c in modes))  # fmt: skip
+            cols = "trace_id rater_id taxonomy_version_id round_id state task_success notes revision source "
+            cols += "created_at updated_at submitted_at"
+            copy_rows(
+                cur,
+                "annotations_annotation",
+                cols.split(),
+                ((t, judge.pk, version.pk, None, "submitted", "unknown", "", 1, "{}", now, now, now) for t in ids),
+            )
+            cur.execute("SELECT id FROM annotations_annotation WHERE rater_id = %s", [judge.pk])
+            aids = [r[0] for r in cur.fetchall()]
+            copy_rows(cur, "annotations_modelabel", ["annotation_id", "mode_id", "decision", "evidence", "rationale",
+                                                       "confidence"],
+                      ((a, m, "present" if rng.random() < rates[c] else "absent", "[]", "", None)
+                       for a in aids for m, c in modes))  # fmt: skip
+        draft = Round.objects.create(project=project, name="Next round", taxonomy_version=version, state="draft")
+        RoundAnnotator.objects.bulk_create(RoundAnnotator(round=draft, user=r.user) for r in raters)
+        RoundTrace.objects.bulk_create(RoundTrace(round=draft, trace_id=t, order=i) for i, t in enumerate(ids[-200:]))
+        assert Adjudication.objects.filter(round=rnd).exists() and Annotation.objects.filter(rater=judge).exists()
     with connection.cursor() as c:
         c.execute("VACUUM ANALYZE")
     print(f"labels: {LABELLED:,} agreed traces, a judge on {len(ids):,}; built in {time.perf_counter() - t0:.0f} s")
@@ -497,7 +549,9 @@ def main() -> None:
     django_setup(env)
     if fresh:
         fill(args.traces, args.steps_per_trace)
-    if not args.release_child:
+    if not args.release_child:  # each stage only where missing: a build stopped halfway resumes with --reuse
+        step_indexes()
+        labels()
         top_up(20_000_000, args.steps_per_trace)
         agree_on_every_trace()
     if args.release_child:

@@ -16,6 +16,7 @@ from annotations.models import BehaviourSearch, ProviderConnection, Round, Round
 from traces.search.indexing import steps_index_pending
 
 SEARCH = CorpusQuery(q="answer|result", mode="regex")
+WHOLE_WORD = CorpusQuery(q=r"\.py\b", mode="regex")  # a short whole word: the word index serves it
 BEHAVIOUR = "The agent states a final answer or result without checking it"
 ROUND = "Round 4 (from a search, draft)"
 
@@ -29,6 +30,9 @@ def seed(ctx) -> None:
     result = corpus_search(user=manager, project=project, query=SEARCH)
     ctx.say(f"Search: the regular expression “{SEARCH.q}” finds {result.n_steps} steps in {result.n_traces} traces "
             f"(/p/{project.slug}/search/?{SEARCH.querystring()})")  # fmt: skip
+    short = corpus_search(user=manager, project=project, query=WHOLE_WORD)
+    ctx.say(f"Search: “{WHOLE_WORD.q}” (a whole 2-letter word) finds {short.n_steps} steps in {short.n_traces} traces "
+            f"(/p/{project.slug}/search/?{WHOLE_WORD.querystring()})")  # fmt: skip
     code = search_code_apply(project=project, by=ctx.users["alice"], trace_ids=result.trace_ids[:12],
                              name="states a result", query=SEARCH.as_dict())  # fmt: skip
     ctx.say(f"Search: Alice turned {len(code.trace_ids)} of its traces into the open code “states a result” "
