@@ -312,7 +312,14 @@ def word_exact(pattern: str) -> str | None:
                 best = "".join(chr(a) for _o, a in items[i:j])
             i = j
 
-    walk(parsed)
+    def flat(items) -> list:
+        """A group matched once is its items in a row (``(\\.py)\\y``: "." "p" "y" edge)."""
+        out = []
+        for op, arg in items:
+            out.extend(flat(arg[-1]) if op is c.SUBPATTERN else [(op, arg)])
+        return out
+
+    walk(flat(parsed))
     return best.lower() or None
 
 

@@ -298,7 +298,19 @@ def test_word_only():
     assert word_exact("\\.py\\y") == "py" and word_exact("\\s+py\\s+") == "py" and word_exact("^Run:") == "run"
     assert word_exact("[./]py$") == "py" and word_exact("foo\\.py\\y") == "py" and word_exact("\\ypy\\y") == "py"
     assert word_exact("(?c)\\.PY\\y") == "py" and word_exact("x = 12;") == "12"
-    for pattern in ("py\\y", "x\\.py", ".py ", "[^a]py ", "\\.pyé", "é+py ", "a|\\.py\\y", "\\x41py ", "\\.p\\w "):
+    assert word_exact("(\\.py)\\y") == "py" and word_exact("(?:foo|bar)\\.(py)\\y") == "py"  # a group matched once
+    for pattern in (
+        "py\\y",
+        "x\\.py",
+        ".py ",
+        "[^a]py ",
+        "\\.pyé",
+        "é+py ",
+        "a|\\.py\\y",
+        "\\x41py ",
+        "\\.p\\w ",
+        "(\\.py)+\\y",
+    ):
         assert word_exact(pattern) is None, pattern
 
 
