@@ -151,7 +151,14 @@ class Step(models.Model):
 
     # No index of its own: step_unique_index (trace, index) leads with the trace and serves every
     # lookup by trace; a second one cost every imported step another B-tree insert.
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="steps", db_index=False)
+    # No foreign key constraint in the database (migration 0022): its check ran for every step, a
+    # query and a row lock on the trace, ~37% of PostgreSQL's CPU in a MAST-Data import
+    # (bench/README.md). Steps are written by the importer only (traces.importing.writer), in the
+    # transaction that inserts their trace just before, with the ids it reserved; traces are
+    # deleted through the ORM, whose CASCADE deletes their steps (tests pin both).
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="steps", db_index=False, db_constraint=False
+    )
     index = models.PositiveIntegerField()
     agent = models.CharField(max_length=200, blank=True)
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.MESSAGE)
