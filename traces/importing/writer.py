@@ -259,10 +259,11 @@ _COLUMN_TYPES: dict[str, dict[str, int]] = {}
 
 
 def _step_checks_immediate(pg: Any) -> None:
-    """Check each step's foreign key to its trace as the row arrives, not all at COMMIT: Django
+    """Check any foreign key of the steps table as each row arrives, not all at COMMIT: Django
     makes foreign keys DEFERRABLE INITIALLY DEFERRED, so the ~250k checks of a MAST-Data file
-    otherwise ran after the last row, with the importer waiting (traces always go in before
-    their steps, so nothing here needs the deferral)."""
+    would run after the last row, with the importer waiting. The step's key to its trace has no
+    constraint since traces migration 0022 (see ``Step.trace``); this keeps a database that still
+    has one (a migration rolled back) from paying at COMMIT."""
     pg.execute(
         "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'f' AND condeferrable",
         [Step._meta.db_table],
