@@ -312,6 +312,11 @@ def test_word_only():
         "(\\.py)+\\y",
     ):
         assert word_exact(pattern) is None, pattern
+    # looked up by the whole word unless a longer run is there to look up (its rarity is likelier)
+    from annotations.corpus.finding import _exact
+
+    assert _exact("\\.py\\y") == "py" and _exact("(?c)\\.main\\y") == "main" and _exact("main\\.py\\y") is None
+    assert word_exact("run 7777\\d\\.1\\y") == "1" and _exact("run 7777\\d\\.1\\y") is None
 
 
 def test_required_literal():
