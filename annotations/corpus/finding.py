@@ -146,7 +146,7 @@ def conditions(
 # 2. For a search whose whole words (``_whole_words``: a words or phrase search's, a regex's such
 #    as ``\.py\b``) the word index's statistics know as common (``_common_share``: ANALYZE keeps
 #    its most common words and their shares), the oldest traces' steps, one by one, as far as that
-#    share predicts the cap (at most ``MORE_BYTES``). The newest traces may hold a common word
+#    share predicts the cap (at most ``COMMON_BYTES``). The newest traces may hold a common word
 #    sparsely (an import of another kind of traces: 1.7% of their steps where the rest hold it in
 #    a fifth), and its bitmap took ~1 s at 20 M steps.
 # 3. The rest from an index (``_indexed``: the word index for words and phrases, for regexes
@@ -164,6 +164,9 @@ def conditions(
 # the oldest traces' (the index's bitmap, too, returns them in table order: oldest first).
 WINDOW_BYTES = 4 * 1024**2
 MORE_BYTES = 40 * 1024**2
+# the oldest traces for a common word (way 2): "ok", in 4.8% of the steps, needs ~54 MB of them:
+# 179 ms read one by one at 21 M steps, 469 ms through its bitmap of ~1 M steps (bench/README.md)
+COMMON_BYTES = 80 * 1024**2
 _WINDOW_TRACES = 20_000  # at most in a window (of tiny traces)
 STEP_BYTES = 1024  # a step's text, roughly: turns a share of steps into bytes to read
 PLAN = (
@@ -339,8 +342,8 @@ def matching_steps(
                 # a word the statistics know as common: the oldest traces' steps, one by one, where
                 # they predict the cap (the newest may hold it sparsely: an import of other traces)
                 share = _common_share(cur, compiled)
-                need = (cap - len(rows)) / share * STEP_BYTES * 1.25 if share else MORE_BYTES + 1
-                if need <= MORE_BYTES:
+                need = (cap - len(rows)) / share * STEP_BYTES * 1.25 if share else COMMON_BYTES + 1
+                if need <= COMMON_BYTES:
                     above = _window_up(cur, project_id, need, lo)
                     rows += _scan(cur, _traces_kept(where, ids, 0, above), 0, above, cap - len(rows), newest=False)
                     last = above >= lo

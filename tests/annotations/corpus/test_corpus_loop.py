@@ -58,6 +58,7 @@ def way(request, monkeypatch):
     if request.param != "window":
         monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
         monkeypatch.setattr(finding, "MORE_BYTES", 0)
+        monkeypatch.setattr(finding, "COMMON_BYTES", 0)
     if request.param == "index, many traces":
         monkeypatch.setattr(finding, "FEW_TRACES", 0)
     return request.param

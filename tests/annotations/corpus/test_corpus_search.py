@@ -141,6 +141,7 @@ def way(request, monkeypatch):
     if request.param != "window":
         monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
         monkeypatch.setattr(finding, "MORE_BYTES", 0 if request.param == "index" else 10**12)
+        monkeypatch.setattr(finding, "COMMON_BYTES", 0 if request.param == "index" else 10**12)
     return request.param
 
 
@@ -157,6 +158,7 @@ def test_search_equals_a_scan_the_oldest_way(corpus, project, manager, monkeypat
 
     monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
     monkeypatch.setattr(finding, "MORE_BYTES", 20_000)
+    monkeypatch.setattr(finding, "COMMON_BYTES", 20_000)
     monkeypatch.setattr(finding, "STEP_BYTES", 1)
     _equals_a_scan(project, manager, CorpusQuery(q=text, mode=mode))
 
@@ -195,6 +197,7 @@ def test_a_common_word_is_read_from_the_oldest_traces_then_the_index(corpus, pro
     assert share > 0.05
     monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
     monkeypatch.setattr(finding, "MORE_BYTES", 20_000)
+    monkeypatch.setattr(finding, "COMMON_BYTES", 20_000)
     monkeypatch.setattr(finding, "STEP_BYTES", 1)
     query = CorpusQuery(q=f"\\s{word}\\b", mode="regex") if regex else CorpusQuery(q=word)
     with CaptureQueriesContext(connection) as ctx:
@@ -374,6 +377,7 @@ def test_the_vocabulary_holds_the_words_of_searchable_steps(corpus, project, man
     assert "APPROVED" not in words and not any(len(w) > 100 for w in words)
     monkeypatch.setattr(finding, "WINDOW_BYTES", 1)
     monkeypatch.setattr(finding, "MORE_BYTES", 0)  # the index part: the vocabulary's lookup
+    monkeypatch.setattr(finding, "COMMON_BYTES", 0)
     pairs, _ = found(manager, project, CorpusQuery(q="(?c)APPROVED\\M", mode="regex"))
     assert {i for t, i in pairs if t == corpus.pk} == {2}
     pairs, _ = found(manager, project, CorpusQuery(q="(?c)INTAKE", mode="regex"))
