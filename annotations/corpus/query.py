@@ -314,7 +314,7 @@ def word_exact(pattern: str) -> str | None:
 
     def flat(items) -> list:
         """A group matched once is its items in a row (``(\\.py)\\y``: "." "p" "y" edge)."""
-        out = []
+        out: list[tuple] = []
         for op, arg in items:
             out.extend(flat(arg[-1]) if op is c.SUBPATTERN else [(op, arg)])
         return out
