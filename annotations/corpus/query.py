@@ -104,7 +104,12 @@ def query_compile(text: str, mode: str = "words") -> CompiledQuery:
         raise QueryError(
             f"{'Prefixes' if mode == 'prefix' else 'Words'} of fewer than 3 characters "
             f"{'' if mode == 'prefix' else 'other than plain letters and digits '}cannot be looked up "
-            f"({', '.join(short)}): leave them out, or search the phrase they belong to."
+            f"({', '.join(short)}): "
+            + (
+                "search them as whole words, or leave them out."
+                if mode == "prefix"
+                else "leave them out, or search the phrase they belong to."
+            )
         )
     end = r"\M" if mode == "words" else ""
     patterns = tuple(dict.fromkeys(r"\m" + re.escape(w) + end for w in words))
