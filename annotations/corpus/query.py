@@ -100,16 +100,15 @@ def query_compile(text: str, mode: str = "words") -> CompiledQuery:
         return CompiledQuery(mode, text, (pattern,), pattern)
     # a short word is a key of the word index when plain (words); a prefix needs 3 characters
     short = [w for w in words if len(w) < MIN_LITERAL and (mode == "prefix" or not PLAIN_WORD.fullmatch(w))]
+    if short and mode == "prefix":
+        raise QueryError(
+            f"Prefixes of fewer than 3 characters cannot be looked up ({', '.join(short)}): "
+            "search them as whole words, or leave them out."
+        )
     if short:
         raise QueryError(
-            f"{'Prefixes' if mode == 'prefix' else 'Words'} of fewer than 3 characters "
-            f"{'' if mode == 'prefix' else 'other than plain letters and digits '}cannot be looked up "
-            f"({', '.join(short)}): "
-            + (
-                "search them as whole words, or leave them out."
-                if mode == "prefix"
-                else "leave them out, or search the phrase they belong to."
-            )
+            f"Words of fewer than 3 characters other than plain letters and digits cannot be looked up "
+            f"({', '.join(short)}): leave them out, or search the phrase they belong to."
         )
     end = r"\M" if mode == "words" else ""
     patterns = tuple(dict.fromkeys(r"\m" + re.escape(w) + end for w in words))
